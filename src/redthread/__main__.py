@@ -1,0 +1,3 @@
+from redthread.cli import main
+
+raise SystemExit(main())

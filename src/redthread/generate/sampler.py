@@ -1,0 +1,121 @@
+"""Generation: sample from the learned P(next token | context), append, repeat (claim C12).
+
+    for _ in range(max_new_tokens):
+        logits = model(context)[:, -1]              # (B, V): the model's next-token scores
+        logits = processors(logits)                 # repetition penalty -> temperature -> top-k -> top-p -> min-p
+        next = sample(softmax(logits))              # or argmax: greedy (temperature 0)
+        context = append(context, next)
+
+With a KV cache, each step feeds only the newest token; the keys and values of the past are
+kept (`redthread.layers.kv_cache`). The result is the same as recomputing the whole context.
+
+Contexts longer than the model's window (block_size W) slide: a prompt keeps its last W
+tokens; when generation fills the window, the context restarts from the last W // 2 tokens
+(the cache is then refilled from them). Cached and uncached decoding share this rule, so
+they see exactly the same context at every step.
+
+Shape legend: B batch, T length so far, V vocab.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import torch
+from torch import Tensor, nn
+
+from redthread.errors import RedthreadError
+from redthread.generate.processors import build_processors, sample_next
+
+
+def window_start(length: int, start: int, block_size: int) -> int:
+    """Where the context begins once the sequence holds `length` tokens (see the module docstring)."""
+    if length - start <= block_size:
+        return start
+    return length - max(1, block_size // 2)
+
+
+@torch.inference_mode()
+def generate_stream(
+    model: nn.Module,
+    idx: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+    repetition_penalty: float | None = None,
+    seed: int | None = None,
+    use_cache: bool = True,
+    num_samples: int = 1,
+) -> Iterator[Tensor]:
+    """Yield each new token (B * num_samples, 1) as it is sampled."""
+    processors, greedy = build_processors(temperature, top_k, top_p, min_p, repetition_penalty)
+    if idx.dim() == 1:
+        idx = idx[None]
+    if idx.dim() != 2 or idx.size(1) == 0:
+        raise RedthreadError("the prompt must contain at least one token")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise RedthreadError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
+    if not isinstance(num_samples, int) or num_samples < 1:
+        raise RedthreadError(f"num_samples must be a positive integer, got {num_samples!r}")
+    vocab_size = model.cfg.vocab_size
+    if idx.min() < 0 or idx.max() >= vocab_size:
+        raise RedthreadError(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
+
+    device = next(model.parameters()).device
+    seq = idx.to(device).repeat_interleave(num_samples, dim=0)  # (B, T)
+    generator = torch.Generator(device) if seed is not None else None
+    if generator is not None:
+        generator.manual_seed(seed)
+    W = model.block_size
+    was_training = model.training
+    model.eval()
+    try:
+        start = max(0, seq.size(1) - W)  # a long prompt keeps its last W tokens
+        cache = model.make_cache(seq.size(0), W) if use_cache else None
+        fed = start  # the cache holds seq[:, start:fed]
+        for _ in range(max_new_tokens):
+            new_start = window_start(seq.size(1), start, W)
+            if use_cache:
+                if new_start != start:
+                    cache = model.make_cache(seq.size(0), W)  # the window slid: refill from its new start
+                    fed = new_start
+                logits = model(seq[:, fed:], cache=cache)[:, -1]  # (B, V)
+                fed = seq.size(1)
+            else:
+                logits = model(seq[:, new_start:])[:, -1]  # (B, V)
+            start = new_start
+            nxt = sample_next(logits.float(), seq, processors, greedy, generator)  # (B, 1)
+            seq = torch.cat([seq, nxt], dim=1)
+            yield nxt
+    finally:
+        model.train(was_training)
+
+
+def generate(
+    model: nn.Module,
+    idx: Tensor,
+    max_new_tokens: int = 100,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+    repetition_penalty: float | None = None,
+    seed: int | None = None,
+    use_cache: bool = True,
+    num_samples: int = 1,
+    on_token: Callable[[Tensor], None] | None = None,
+) -> Tensor:
+    """Continue each prompt row of idx (B, T) by max_new_tokens -> (B * num_samples, T + new)."""
+    if idx.dim() == 1:
+        idx = idx[None]
+    new = []
+    for nxt in generate_stream(
+        model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed, use_cache, num_samples
+    ):
+        new.append(nxt)
+        if on_token is not None:
+            on_token(nxt)
+    prompt = idx.to(next(model.parameters()).device).repeat_interleave(num_samples, dim=0)
+    return torch.cat([prompt, *new], dim=1)

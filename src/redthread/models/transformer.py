@@ -1,0 +1,275 @@
+"""The Transformer: the top rung of the ladder, P(token_t | tokens_<t) from attention stacked deep.
+
+Every piece of claims C6-C11 of the seed is assembled here from `redthread.layers`:
+token embedding + positional encoding (C8) -> N blocks of multi-head attention (C6, C7, C9)
+and a position-wise FFN (C10), each with a residual connection and LayerNorm (C11) -> a
+linear layer whose softmax is the next-token distribution (C2, C12).
+
+- `TransformerLM`: decoder-only language model (GPT). `Decoder` is the same stack with
+  cross-attention to an encoder's output.
+- `Encoder`: bidirectional self-attention (BERT-style, the paper's left half).
+- `EncoderDecoder`: the original sequence-to-sequence Transformer (Vaswani et al. 2017, fig. 1).
+
+Models return raw logits; the likelihood lives in `redthread.train.objectives`.
+Shape legend: B batch, T target length, S source length, C d_model, V vocab.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import Tensor, nn
+
+from redthread.errors import RedthreadError
+from redthread.layers.blocks import NORMS, DecoderBlock, EncoderBlock, LayerCache
+from redthread.layers.feedforward import ACTIVATIONS
+from redthread.layers.kv_cache import KVCache
+from redthread.layers.positional import POSITIONAL
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    vocab_size: int = 65
+    block_size: int = 256  # the context window: the most positions the model sees at once
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 128
+    d_ff: int | None = None  # None: 4 * d_model
+    dropout: float = 0.0
+    bias: bool = True  # biases in Linear and LayerNorm layers
+    norm: str = "pre"  # "pre" (default) or "post" (the original paper)
+    pos: str = "sinusoidal"  # "sinusoidal" (the paper), "learned" or "none"
+    activation: str = "gelu"
+    tie_weights: bool = True  # lm_head shares the token embedding matrix (Press & Wolf 2017)
+    scale_attention: bool = True  # divide scores by sqrt(d_head) (claim C7); False only for experiments
+    src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
+
+    def __post_init__(self):
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_head != 0:
+            raise RedthreadError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):
+            raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise RedthreadError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
+            if getattr(self, name) not in allowed:
+                raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def ffn_size(self) -> int:
+        return self.d_ff or 4 * self.d_model
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TransformerConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise RedthreadError(f"unknown TransformerConfig field(s): {', '.join(unknown)}")
+        return cls(**d)
+
+
+def block_kwargs(cfg: TransformerConfig) -> dict:
+    return dict(
+        d_model=cfg.d_model,
+        n_head=cfg.n_head,
+        d_ff=cfg.ffn_size,
+        dropout=cfg.dropout,
+        bias=cfg.bias,
+        norm=cfg.norm,
+        activation=cfg.activation,
+        scale=None if cfg.scale_attention else 1.0,
+    )
+
+
+class Embedding(nn.Module):
+    """Token embedding (scaled by sqrt(d_model) as in the paper, section 3.4) plus positions."""
+
+    def __init__(self, vocab_size: int, cfg: TransformerConfig):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
+        self.pos_emb = POSITIONAL[cfg.pos](cfg.block_size, cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.block_size = cfg.block_size
+
+    def forward(self, idx: Tensor, start: int = 0) -> Tensor:
+        T = idx.size(1)
+        if start + T > self.block_size:
+            raise RedthreadError(f"sequence of {start + T} tokens is longer than the context window ({self.block_size})")
+        x = self.tok_emb(idx) * self.scale  # (B, T, C)
+        pos = self.pos_emb(start, T)  # (T, C) or None
+        return self.drop(x if pos is None else x + pos)
+
+
+def init_weights(model: nn.Module, n_layer: int) -> None:
+    """GPT-2 initialisation: N(0, 0.02) for matrices, zero biases, and residual output
+    projections scaled down by 1/sqrt(2 n_layer) so the residual stream does not grow with depth.
+    Token embeddings get N(0, 1/d_model): times sqrt(d_model) they are unit-scale, like the sinusoids."""
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            nn.init.zeros_(p)
+        elif "norm" in name:
+            nn.init.ones_(p)
+        elif name.endswith("tok_emb.weight"):
+            nn.init.normal_(p, std=p.size(1) ** -0.5)
+        elif name.endswith(("out_proj.weight", "fc_out.weight")):
+            nn.init.normal_(p, std=0.02 / math.sqrt(2 * n_layer))
+        else:
+            nn.init.normal_(p, std=0.02)
+
+
+class TransformerLM(nn.Module):
+    """Decoder-only Transformer language model: model(idx) -> logits (B, T, V).
+
+    `cross=True` adds cross-attention to a `memory` (an encoder's output): that is `Decoder`.
+    """
+
+    def __init__(self, cfg: TransformerConfig, cross: bool = False):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = Embedding(cfg.vocab_size, cfg)
+        self.blocks = nn.ModuleList(DecoderBlock(**block_kwargs(cfg), cross=cross) for _ in range(cfg.n_layer))
+        self.norm_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        init_weights(self, cfg.n_layer)
+        if cfg.tie_weights:
+            self.lm_head.weight = self.embed.tok_emb.weight
+
+    @property
+    def block_size(self) -> int:
+        return self.cfg.block_size
+
+    def forward(
+        self,
+        idx: Tensor,
+        cache: list[LayerCache] | None = None,
+        memory: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
+        """idx (B, T) int64 -> logits (B, T, V). With a cache, idx holds only the new tokens."""
+        start = 0 if cache is None else cache[0].self_attn.length
+        x = self.embed(idx, start)  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, memory=memory, memory_mask=memory_mask, cache=None if cache is None else cache[i])
+        return self.lm_head(self.norm_f(x))  # (B, T, V)
+
+    def make_cache(self, batch_size: int, max_len: int | None = None, memory_len: int = 0) -> list[LayerCache]:
+        """One preallocated cache per block for incremental decoding."""
+        cfg, p = self.cfg, self.lm_head.weight
+        max_len = max_len or cfg.block_size
+        kv = dict(device=p.device, dtype=p.dtype)
+        return [
+            LayerCache(
+                self_attn=KVCache(batch_size, cfg.n_head, max_len, cfg.d_head, **kv),
+                cross_attn=KVCache(batch_size, cfg.n_head, memory_len, cfg.d_head, **kv) if memory_len else None,
+            )
+            for _ in range(cfg.n_layer)
+        ]
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count; by default without the embeddings (the count that FLOPs scale with)."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.embed.tok_emb.weight.numel()
+            if isinstance(self.embed.pos_emb, nn.Module):
+                n -= sum(p.numel() for p in self.embed.pos_emb.parameters())
+        return n
+
+    def flops_per_token(self, T: int | None = None) -> int:
+        """Training FLOPs per token: 6 N for the matmuls (forward + backward) plus attention
+        scores and weighted sums, 6 * 2 * n_layer * d_model * T (Kaplan et al. 2020; PaLM appendix B)."""
+        T = T or self.cfg.block_size
+        n = self.num_params() + self.lm_head.weight.numel() * self.cfg.tie_weights
+        return 6 * n + 12 * self.cfg.n_layer * self.cfg.d_model * T
+
+
+class Decoder(TransformerLM):
+    """The paper's decoder: masked self-attention, cross-attention to the encoder, FFN."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__(cfg, cross=True)
+
+
+class Encoder(nn.Module):
+    """Bidirectional encoder: src (B, S) -> memory (B, S, C). src_mask (B, S): True = real token."""
+
+    def __init__(self, cfg: TransformerConfig, vocab_size: int | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = Embedding(vocab_size or cfg.vocab_size, cfg)
+        self.blocks = nn.ModuleList(EncoderBlock(**block_kwargs(cfg)) for _ in range(cfg.n_layer))
+        self.norm_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
+        init_weights(self, cfg.n_layer)
+
+    def forward(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        mask = None if src_mask is None else src_mask[:, None, None, :]  # (B, 1, 1, S): keys to attend to
+        x = self.embed(src)  # (B, S, C)
+        for block in self.blocks:
+            x = block(x, mask=mask)
+        return self.norm_f(x)
+
+
+class EncoderDecoder(nn.Module):
+    """The sequence-to-sequence Transformer: model(src, tgt) -> logits (B, T, V) of P(tgt_t | tgt_<t, src)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg, vocab_size=cfg.src_vocab_size or cfg.vocab_size)
+        self.decoder = Decoder(cfg)
+
+    @property
+    def block_size(self) -> int:
+        return self.cfg.block_size
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        memory = self.encoder(src, src_mask)  # (B, S, C)
+        return self.decoder(tgt, memory=memory, memory_mask=memory_mask(src_mask))
+
+    def conditioned_on(self, src: Tensor, src_mask: Tensor | None = None) -> ConditionedDecoder:
+        """A language model of the target given this source, for `generate()`."""
+        return ConditionedDecoder(self.decoder, self.encoder(src, src_mask), memory_mask(src_mask))
+
+
+def memory_mask(src_mask: Tensor | None) -> Tensor | None:
+    return None if src_mask is None else src_mask[:, None, None, :]  # (B, 1, 1, S)
+
+
+class ConditionedDecoder(nn.Module):
+    """A decoder with its encoder output fixed: looks like a TransformerLM to `generate()`."""
+
+    def __init__(self, decoder: Decoder, memory: Tensor, mask: Tensor | None):
+        super().__init__()
+        self.decoder, self.memory, self.mask = decoder, memory, mask
+
+    @property
+    def cfg(self) -> TransformerConfig:
+        return self.decoder.cfg
+
+    @property
+    def block_size(self) -> int:
+        return self.decoder.block_size
+
+    def forward(self, idx: Tensor, cache: list[LayerCache] | None = None) -> Tensor:
+        memory, mask = self.memory, self.mask
+        if memory.size(0) != idx.size(0):  # N samples per source: repeat the source
+            reps = idx.size(0) // memory.size(0)
+            memory = memory.repeat_interleave(reps, dim=0)
+            mask = None if mask is None else mask.repeat_interleave(reps, dim=0)
+        return self.decoder(idx, cache=cache, memory=memory, memory_mask=mask)
+
+    def make_cache(self, batch_size: int, max_len: int | None = None) -> list[LayerCache]:
+        return self.decoder.make_cache(batch_size, max_len, memory_len=self.memory.size(1))

@@ -1,0 +1,332 @@
+"""The one training loop: maximum likelihood for every rung of the ladder (claim C12).
+
+    for step in range(max_iters):
+        x, y = data.batch("train")                  # a minibatch of (context, target) pairs
+        loss = objective(model(x), y)               # mean negative log-likelihood, nats
+        loss.backward(); clip; AdamW step           # a stochastic step towards the MLE
+
+Around that core: AdamW with weight decay on matrices only (Loshchilov & Hutter 2019), a
+linear warm-up then cosine decay of the learning rate, gradient clipping, gradient
+accumulation, periodic validation NLL (nats/token, perplexity, bits per character), a live
+progress bar, metrics in `metrics.jsonl`, a loss-curve PNG, and atomic checkpoints from which
+`resume=True` continues exactly as if the run had never stopped.
+
+A data source is anything with
+    batch(split: str, batch_size: int, generator) -> (x, y)
+    eval_batches(split: str, batch_size: int, max_batches: int | None) -> iterator of (x, y)
+    tokens_per_char(split) -> float | None   (for bits per character; None where text has no characters)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+import torch
+from torch import Tensor, nn
+
+from redthread.errors import RedthreadError
+from redthread.train.checkpoint import FILENAME, atomic_write, atomic_write_text, read_checkpoint, save_checkpoint
+from redthread.train.objectives import perplexity, token_nll
+
+
+class DataSource(Protocol):
+    def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]: ...
+    def eval_batches(self, split: str, batch_size: int, max_batches: int | None = None) -> Iterable: ...
+    def tokens_per_char(self, split: str) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    max_iters: int = 2000
+    batch_size: int = 12
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup_iters: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0  # 0 switches clipping off
+    grad_accum: int = 1  # micro-batches per optimizer step
+    eval_interval: int = 250
+    eval_batches: int = 20  # batches of the periodic validation estimate; the final one scores the whole split
+    log_interval: int = 10
+    seed: int = 1337
+    device: str = "auto"
+    max_time: float | None = None  # seconds; stop early once spent
+
+    def __post_init__(self):
+        for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise RedthreadError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.warmup_iters < 0 or self.eval_batches < 1:
+            raise RedthreadError("warmup_iters must be >= 0 and eval_batches >= 1")
+        if not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
+            raise RedthreadError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        if self.grad_clip < 0 or self.weight_decay < 0:
+            raise RedthreadError("grad_clip and weight_decay must be >= 0")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class TrainResult:
+    step: int
+    train_loss: float
+    val_nll: float | None
+    elapsed: float
+    tokens_per_s: float
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise RedthreadError(f"unknown device {name!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RedthreadError("device cuda requested but no CUDA GPU is available")
+    return device
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to lr, then cosine decay to min_lr at max_iters."""
+    if step < cfg.warmup_iters:
+        return cfg.lr * (step + 1) / cfg.warmup_iters
+    progress = min(1.0, (step - cfg.warmup_iters) / max(1, cfg.max_iters - cfg.warmup_iters))
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices (and embeddings) only, never on biases or LayerNorm gains."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    params = list({id(p): p for p in params}.values())  # tied weights once
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cuda", "cpu"))
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    data: DataSource,
+    split: str = "val",
+    batch_size: int = 32,
+    max_batches: int | None = None,
+    objective: Callable = token_nll,
+) -> dict[str, float]:
+    """Validation NLL over `max_batches` batches, or the whole split in non-overlapping windows."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    for x, y in data.eval_batches(split, batch_size, max_batches):
+        x, y = x.to(device), y.to(device)
+        total += objective(model(x), y, reduction="sum").item()
+        count += y.numel()
+    model.train(was_training)
+    if count == 0:
+        raise RedthreadError(f"the {split} split is empty")
+    nll = total / count
+    out = {"nll": nll, "ppl": perplexity(nll), "tokens": count}
+    ratio = data.tokens_per_char(split)
+    if ratio:
+        out["bpc"] = nll * ratio / math.log(2)  # nats/token * tokens/char -> bits/char
+    return out
+
+
+def _rng_state(generator: torch.Generator) -> dict[str, Tensor]:
+    state = {"torch": torch.get_rng_state(), "data": generator.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def _restore_rng(rng: dict[str, Tensor], generator: torch.Generator) -> None:
+    torch.set_rng_state(rng["torch"])
+    generator.set_state(rng["data"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state(rng["cuda"])
+
+
+class Progress:
+    """A rich progress bar (loss, tokens/s, ETA) on a terminal; nothing otherwise."""
+
+    def __init__(self, total: int, start: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+
+            self.bar = Bar(
+                TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=False,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("train", total=total, completed=start, info="")
+
+    def update(self, step: int, info: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, info=info)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def train(
+    model: nn.Module,
+    data: DataSource,
+    cfg: TrainConfig,
+    run_dir: str | Path | None = None,
+    objective: Callable = token_nll,
+    tokenizer: Any = None,
+    resume: bool = False,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    extra: dict | None = None,
+) -> TrainResult:
+    """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`."""
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    model.to(device).train()
+    optimizer = make_optimizer(model, cfg, device)
+    run_dir = Path(run_dir) if run_dir is not None else None
+    metrics_path = run_dir / "metrics.jsonl" if run_dir else None
+
+    step = 0
+    if resume:
+        if run_dir is None or not (run_dir / FILENAME).is_file():
+            raise RedthreadError(f"nothing to resume: no {FILENAME} in {run_dir}")
+        ckpt = read_checkpoint(run_dir, map_location=device)
+        model.load_state_dict(ckpt.model.state_dict())
+        if ckpt.optimizer_state is not None:
+            optimizer.load_state_dict(ckpt.optimizer_state)
+        _restore_rng(ckpt.rng, generator)
+        step = ckpt.step
+        _truncate_metrics(metrics_path, step)
+    elif run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        metrics_path.write_text("")
+
+    autocast = _autocast(device)
+    bar = Progress(cfg.max_iters, step, progress)
+    t0 = t_log = time.perf_counter()
+    tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
+    loss_acc = torch.zeros((), device=device)
+    last_loss, val_nll = float("nan"), None
+
+    def checkpoint() -> None:
+        if run_dir is not None:
+            rng = _rng_state(generator)
+            save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, extra)
+            plot_loss_curve(metrics_path, run_dir / "loss.png")
+
+    try:
+        while step < cfg.max_iters:
+            lr = lr_at(step, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            for _ in range(cfg.grad_accum):
+                x, y = data.batch("train", cfg.batch_size, generator)
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                with autocast:
+                    loss = objective(model(x), y) / cfg.grad_accum
+                loss.backward()
+                loss_acc += loss.detach()
+                tokens_since_log += y.numel()
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            steps_since_log += 1
+
+            if step % cfg.log_interval == 0 or step == cfg.max_iters:
+                last_loss = loss_acc.item() / steps_since_log  # the only host-device sync of a step
+                loss_acc.zero_()
+                steps_since_log = 0
+                now = time.perf_counter()
+                tok_s = tokens_since_log / max(now - t_log, 1e-9)
+                tokens_total += tokens_since_log
+                t_log, tokens_since_log = now, 0
+                _write_metrics(metrics_path, {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": now - t0})
+                bar.update(step, f"loss {last_loss:.3f}  {tok_s:,.0f} tok/s")
+            if step % cfg.eval_interval == 0 or step == cfg.max_iters:
+                ev = evaluate(model, data, "val", cfg.batch_size, cfg.eval_batches, objective)
+                val_nll = ev["nll"]
+                _write_metrics(metrics_path, {"step": step, **{f"val_{k}": v for k, v in ev.items() if k != "tokens"}})
+                if log:
+                    log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
+                checkpoint()
+            if cfg.max_time is not None and time.perf_counter() - t0 > cfg.max_time:
+                if log:
+                    log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")
+                break
+    finally:
+        bar.close()
+    if step % cfg.eval_interval != 0 and step != cfg.max_iters:
+        checkpoint()  # stopped by the time budget between evaluations
+    elapsed = time.perf_counter() - t0
+    return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9))
+
+
+def _autocast(device: torch.device):
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return torch.autocast(device.type, enabled=False)
+
+
+def _write_metrics(path: Path | None, row: dict) -> None:
+    if path is not None:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _truncate_metrics(path: Path | None, step: int) -> None:
+    """On resume, drop rows logged after the checkpoint: they will be logged again."""
+    if path is None or not path.exists():
+        return
+    rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    atomic_write_text(path, "".join(r + "\n" for r in rows))
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def plot_loss_curve(metrics_path: Path | None, out: Path) -> None:
+    """Training loss and validation NLL against step, as a PNG."""
+    if metrics_path is None or not metrics_path.exists():
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(metrics_path)
+    train_rows = [r for r in rows if "loss" in r]
+    val_rows = [r for r in rows if "val_nll" in r]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows], label="train NLL", lw=1)
+    ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", label="validation NLL", ms=3)
+    ax.set_xlabel("step")
+    ax.set_ylabel("nats / token")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
