@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import torch
+
 from redthread.data.corpus import load_corpus, split_corpus
 from redthread.data.dataset import prepare_splits
 from redthread.data.lm import LMData
@@ -104,6 +106,7 @@ def train_language_model(
     cfg = resolve_model_config(model_overrides, tokenizer.vocab_size, saved_model_cfg)
     lm_data.block_size = cfg.block_size
     lm_data.check_lengths()
+    torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
     model = TransformerLM(cfg)
     log(f"model: {model.num_params():,} parameters (without embeddings); {cfg.n_layer} layers, "
         f"{cfg.n_head} heads, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")

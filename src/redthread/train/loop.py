@@ -228,14 +228,16 @@ def train(
     loss_acc = torch.zeros((), device=device)
     last_loss, val_nll = float("nan"), None
 
-    def checkpoint() -> None:
+    def checkpoint(rng: dict[str, Tensor] | None = None) -> None:
         if run_dir is not None:
-            rng = _rng_state(generator)
+            rng = rng or _rng_state(generator)
             save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, extra)
             plot_loss_curve(metrics_path, run_dir / "loss.png")
 
     try:
         while step < cfg.max_iters:
+            # the random state this step starts from: an interrupted step is redone from here on --resume
+            rng_at_step, updating = _rng_state(generator), False
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -247,11 +249,13 @@ def train(
                 loss.backward()
                 loss_acc += loss.detach()
                 tokens_since_log += y.numel()
+            updating = True
             if cfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
+            updating = False
             steps_since_log += 1
 
             if step % cfg.log_interval == 0 or step == cfg.max_iters:
@@ -275,6 +279,14 @@ def train(
                 if log:
                     log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")
                 break
+    except KeyboardInterrupt:
+        bar.close()
+        if not updating:  # parameters are those of the last completed step: save them, then stop
+            optimizer.zero_grad(set_to_none=True)
+            checkpoint(rng_at_step)
+            if log and run_dir is not None:
+                log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
+        raise
     finally:
         bar.close()
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:

@@ -1,0 +1,33 @@
+"""redthread: every model from linear regression to the Transformer learns a conditional
+distribution from finite data by maximum likelihood, and predicts or generates with it.
+
+    import redthread as rt
+    cfg = rt.TransformerConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, d_model=128)
+    model = rt.TransformerLM(cfg)                       # model(idx) -> logits (B, T, V)
+    out = rt.generate(model, idx, max_new_tokens=100, top_p=0.9, seed=0)
+"""
+
+from redthread.errors import RedthreadError
+from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
+from redthread.generate.sampler import generate, generate_stream
+from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
+from redthread.layers.blocks import DecoderBlock, EncoderBlock
+from redthread.layers.feedforward import FeedForward
+from redthread.layers.kv_cache import KVCache
+from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
+from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.objectives import gaussian_nll, token_nll
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RedthreadError",
+    "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder",
+    "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
+    "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
+    "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
+    "TrainConfig", "train", "evaluate", "token_nll", "gaussian_nll",
+    "save_checkpoint", "load_checkpoint", "read_checkpoint",
+]

@@ -1,0 +1,159 @@
+"""The command line: wiring only. Each subcommand parses flags and calls one function in
+`redthread.commands`; user errors come back as one line on stderr and a non-zero exit.
+
+    redthread demo                      train a small Shakespeare model in ~3 minutes, compare, sample
+    redthread train [--data FILE] ...   train a Transformer language model into a run folder
+    redthread sample --checkpoint RUN   generate text from a run
+    redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+
+from redthread.errors import RedthreadError
+
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (no usage dump)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: str = "") -> list[str]:
+    """One flag per dataclass field (--n-layer for n_layer), typed by its default; None = keep the default."""
+    group = parser.add_argument_group(title)
+    names = []
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        default = f.default
+        kind = _bool if isinstance(default, bool) else type(default) if default is not None else (float if f.name == "max_time" else int)
+        group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, default=None, metavar=f.name.upper(),
+                           help=f"default {default}")
+        names.append(f.name)
+    return names
+
+
+def _picked(args, names) -> dict:
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+
+
+def build_parser() -> Parser:
+    from redthread.models.transformer import TransformerConfig
+    from redthread.train.loop import TrainConfig
+
+    parser = Parser(prog="redthread", description="From linear regression to the Transformer: conditional distributions by maximum likelihood.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    demo = sub.add_parser("demo", help="train a small Shakespeare model (~3 min on a CPU), compare with baselines, sample")
+    demo.add_argument("--out", help="run folder (default runs/demo-<time>)")
+    demo.add_argument("--minutes", type=float, default=3.0, help="time budget (default 3)")
+    demo.add_argument("--device", default="auto", help="auto (GPU when there is one), cpu or cuda")
+
+    train = sub.add_parser("train", help="train a Transformer language model")
+    train.add_argument("--data", help="a UTF-8 text file (default: Shakespeare's 37 plays)")
+    train.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
+    train.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
+    train.add_argument("--out", default="runs/train", help="run folder (default runs/train)")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    model_flags = _add_dataclass_flags(train, TransformerConfig, skip=("vocab_size", "src_vocab_size"), title="model")
+    train_flags = _add_dataclass_flags(train, TrainConfig, title="training")
+    train.set_defaults(model_flags=model_flags, train_flags=train_flags)
+
+    sample = sub.add_parser("sample", help="generate text from a trained run")
+    sample.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
+    sample.add_argument("--prompt", help="text to continue (default: a newline)")
+    sample.add_argument("--prompt-file", help="read the prompt from a UTF-8 file")
+    sample.add_argument("--max-new-tokens", type=int, default=500)
+    sample.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
+    sample.add_argument("--top-k", type=int)
+    sample.add_argument("--top-p", type=float)
+    sample.add_argument("--min-p", type=float)
+    sample.add_argument("--repetition-penalty", type=float)
+    sample.add_argument("--num-samples", type=int, default=1)
+    sample.add_argument("--seed", type=int, help="makes the samples reproducible")
+    sample.add_argument("--no-cache", action="store_true", help="recompute the whole context every step")
+    sample.add_argument("--unknown", choices=("error", "replace"), default="error",
+                        help="characters the tokenizer never saw: error, or replace them with a space")
+    sample.add_argument("--device", default="auto")
+
+    ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
+    ev.add_argument("--checkpoint", required=True)
+    ev.add_argument("--data", help="a UTF-8 text file (default: the run's own data)")
+    ev.add_argument("--split", choices=("val", "train"), default="val")
+    ev.add_argument("--device", default="auto")
+    return parser
+
+
+def run(args) -> None:
+    if args.command == "demo":
+        from redthread.commands.demo import run_demo
+
+        run_demo(args.out, args.minutes, args.device, progress=sys.stderr.isatty())
+    elif args.command == "train":
+        from redthread.commands.train import train_language_model
+
+        run = train_language_model(
+            args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),
+            resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print,
+        )
+        f = run.final
+        print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char")
+        print(f"run folder: {run.run_dir}")
+    elif args.command == "sample":
+        from redthread.commands.sample import read_prompt, sample_text
+
+        prompt = read_prompt(args.prompt, args.prompt_file)
+        stream = (lambda s: print(s, end="", flush=True)) if args.num_samples == 1 else None
+        if stream:
+            print(prompt, end="", flush=True)
+        texts = sample_text(
+            args.checkpoint, prompt, args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.min_p,
+            args.repetition_penalty, args.num_samples, args.seed, not args.no_cache, args.unknown, args.device, stream,
+        )
+        if stream:
+            print()
+        else:
+            for i, text in enumerate(texts):
+                print(f"--- sample {i + 1} ---\n{text}")
+    elif args.command == "eval":
+        from redthread.commands.sample import evaluate_run
+
+        r = evaluate_run(args.checkpoint, args.data, args.split, args.device)
+        line = f"{args.split}: {r['nll']:.4f} nats/token, perplexity {r['ppl']:.2f} over {r['tokens']:,} tokens"
+        print(line + (f", {r['bpc']:.4f} bits/char" if "bpc" in r else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except RedthreadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

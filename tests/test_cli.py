@@ -1,0 +1,217 @@
+"""The command line end to end on a tiny budget, and every bad input of the foundation issue:
+one line on stderr naming the problem, a non-zero exit, no traceback, nothing saved lost."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from redthread.cli import main
+
+TINY_MODEL = ["--n-layer", "1", "--n-head", "2", "--d-model", "16", "--block-size", "16"]
+TINY_TRAIN = ["--max-iters", "12", "--batch-size", "4", "--eval-interval", "6", "--eval-batches", "2",
+              "--log-interval", "3", "--warmup-iters", "2", "--no-progress"]
+
+
+def cli(*args) -> tuple[int, str, str]:
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:  # argparse
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code != 0
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "error" in lines[0] and "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def token_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("REDTHREAD_CACHE", str(tmp_path_factory.getbasetemp() / "token-cache"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "tiny.txt"
+    path.write_text("to be, or not to be: that is the question.\n" * 60, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, corpus) -> Path:
+    os.environ["REDTHREAD_CACHE"] = str(tmp_path_factory.getbasetemp() / "token-cache")
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    code, stdout, err = cli("train", "--data", corpus, "--out", out, *TINY_MODEL, *TINY_TRAIN)
+    assert code == 0, err
+    assert "bits/char" in stdout
+    return out
+
+
+def test_train_writes_a_complete_run_folder(run_dir):
+    for name in ("checkpoint.safetensors", "config.json", "tokenizer.json", "metrics.jsonl", "loss.png"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sample_continues_the_prompt_reproducibly(run_dir):
+    args = ("sample", "--checkpoint", run_dir, "--prompt", "to be", "--max-new-tokens", "20", "--seed", "3", "--top-p", "0.9")
+    code, first, err = cli(*args)
+    assert code == 0, err
+    assert first.startswith("to be") and len(first.rstrip("\n")) >= 5 + 20 - 2
+    assert cli(*args)[1] == first
+
+
+def test_sample_without_cache_matches_cached(run_dir):
+    base = ("sample", "--checkpoint", run_dir, "--max-new-tokens", "40", "--seed", "0", "--temperature", "0")
+    assert cli(*base)[1] == cli(*base, "--no-cache")[1]
+
+
+def test_sample_several_and_beyond_the_context(run_dir):
+    code, out, err = cli("sample", "--checkpoint", run_dir, "--num-samples", "3", "--max-new-tokens", "40", "--seed", "1")
+    assert code == 0, err
+    assert out.count("--- sample") == 3  # 40 new tokens with a 16-token context: the window slides
+
+
+def test_eval_reports_every_validation_token(run_dir):
+    code, out, err = cli("eval", "--checkpoint", run_dir)
+    assert code == 0, err
+    assert "nats/token" in out and "bits/char" in out
+
+
+def test_resume_continues_and_extends(run_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    code, out, err = cli("train", "--out", copy, "--resume", "--max-iters", "15", "--no-progress")
+    assert code == 0, err
+    from redthread.train.checkpoint import read_checkpoint
+
+    assert read_checkpoint(copy).step == 15
+
+
+# ---- bad input: one line, non-zero exit, nothing saved lost ---------------------------------------
+
+
+def test_existing_run_is_refused_and_untouched(run_dir, corpus):
+    before = digest(run_dir / "checkpoint.safetensors")
+    code, _, err = cli("train", "--data", corpus, "--out", run_dir, *TINY_MODEL, *TINY_TRAIN)
+    assert_one_line_error(code, err, str(run_dir), "--resume", "--overwrite")
+    assert digest(run_dir / "checkpoint.safetensors") == before
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [(None, "not found"), (b"", "empty"), (b"   \n\n", "empty"), (b"caf\xe9 au lait\n" * 10, "UTF-8")],
+)
+def test_bad_data_file(tmp_path, content, needle):
+    path = tmp_path / "data.txt"
+    if content is not None:
+        path.write_bytes(content)
+    code, _, err = cli("train", "--data", path, "--out", tmp_path / "run", *TINY_MODEL, *TINY_TRAIN)
+    assert_one_line_error(code, err, str(path))
+    assert needle.lower() in err.lower()
+    assert not (tmp_path / "run" / "checkpoint.safetensors").exists()
+
+
+def test_data_is_a_folder(tmp_path):
+    code, _, err = cli("train", "--data", tmp_path, "--out", tmp_path / "run", *TINY_TRAIN)
+    assert_one_line_error(code, err, str(tmp_path))
+
+
+def test_corpus_shorter_than_the_context(tmp_path):
+    path = tmp_path / "short.txt"
+    path.write_text("just a few words here\n" * 3)
+    code, _, err = cli("train", "--data", path, "--out", tmp_path / "run", "--block-size", "64", *TINY_TRAIN)
+    assert_one_line_error(code, err, "too short", "65")
+
+
+def test_d_model_not_divisible_by_n_head(tmp_path, corpus):
+    code, _, err = cli("train", "--data", corpus, "--out", tmp_path / "run", "--d-model", "30", "--n-head", "4", *TINY_TRAIN)
+    assert_one_line_error(code, err, "30", "4")
+
+
+def test_unseen_prompt_characters_error_or_replace(run_dir):
+    code, _, err = cli("sample", "--checkpoint", run_dir, "--prompt", "Zebra€", "--max-new-tokens", "5")
+    assert_one_line_error(code, err, "'Z'", "'€'")
+    code, out, err = cli("sample", "--checkpoint", run_dir, "--prompt", "Zebra€", "--max-new-tokens", "5", "--unknown", "replace")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--top-p", "1.5"], "top_p"),
+        (["--top-p", "0"], "top_p"),
+        (["--top-k", "0"], "top_k"),
+        (["--temperature", "-1"], "temperature"),
+        (["--min-p", "2"], "min_p"),
+        (["--num-samples", "0"], "num_samples"),
+    ],
+)
+def test_bad_sampling_values(run_dir, flags, needle):
+    code, _, err = cli("sample", "--checkpoint", run_dir, "--max-new-tokens", "5", *flags)
+    assert_one_line_error(code, err, needle)
+
+
+def test_missing_truncated_and_corrupt_checkpoints(run_dir, tmp_path):
+    code, _, err = cli("sample", "--checkpoint", tmp_path / "nowhere")
+    assert_one_line_error(code, err, "no checkpoint")
+    data = (run_dir / "checkpoint.safetensors").read_bytes()
+    for name, blob in (("truncated", data[: len(data) // 2]), ("garbage", os.urandom(4096)), ("empty", b"")):
+        bad = tmp_path / name / "checkpoint.safetensors"
+        bad.parent.mkdir()
+        bad.write_bytes(blob)
+        code, _, err = cli("sample", "--checkpoint", bad.parent)
+        assert_one_line_error(code, err, str(bad))
+
+
+def test_resume_with_a_model_that_does_not_fit(run_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    before = digest(copy / "checkpoint.safetensors")
+    code, _, err = cli("train", "--out", copy, "--resume", "--d-model", "32", "--no-progress")
+    assert_one_line_error(code, err, "d_model", "16", "32")
+    assert digest(copy / "checkpoint.safetensors") == before
+
+
+def test_resume_without_a_run(tmp_path):
+    code, _, err = cli("train", "--out", tmp_path / "empty", "--resume")
+    assert_one_line_error(code, err, "nothing to resume")
+
+
+def test_unknown_flag_is_one_line():
+    code, _, err = cli("train", "--n-layers", "3")
+    assert_one_line_error(code, err, "--n-layers")
+
+
+def test_console_script_exits_nonzero_without_traceback(tmp_path):
+    """The real process: `python -m redthread`, exit code and stderr as a user sees them."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "redthread", "sample", "--checkpoint", str(tmp_path / "missing")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("error: no checkpoint") and "Traceback" not in proc.stderr
