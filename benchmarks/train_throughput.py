@@ -59,7 +59,7 @@ class Plan:
     warmup: int
     rounds: int
     steps: int  # timed steps per round and setup
-    extras: bool  # also HF eager and fused=False for both
+    extra_rounds: int = 0  # rounds that also time HF eager and fused=False for both (0: none)
 
 
 def train_step(forward: Callable, model: nn.Module, fused: bool) -> Callable:
@@ -110,14 +110,15 @@ def batches(size: ModelSize, batch_size: int, n: int = 8) -> list[tuple[torch.Te
 
 
 def bench_config(size: ModelSize, plan: Plan, peak: float) -> dict:
-    runs = make_runs(size, plan.extras)
+    runs = make_runs(size, plan.extra_rounds > 0)
     data = batches(size, plan.batch_size)
     tokens_per_step = plan.batch_size * size.block_size
     for run in runs:
         for i in range(plan.warmup):
             run.step(*data[i % len(data)])
     for r in range(plan.rounds):
-        order = runs[r % len(runs) :] + runs[: r % len(runs)]  # rotate who goes first
+        active = runs if r < plan.extra_rounds else runs[:2]
+        order = active[r % len(active) :] + active[: r % len(active)]  # rotate who goes first
         for run in order:
             t0 = time.perf_counter()
             for i in range(plan.steps):
@@ -137,7 +138,7 @@ def bench_config(size: ModelSize, plan: Plan, peak: float) -> dict:
         "ratio": rt_rate / hf_rate,
         "target": TARGET,
     }
-    if plan.extras:
+    if plan.extra_rounds:
         result["ratio_vs_hf_eager"] = rt_rate / median(runs[2].rates)
         result["ratio_unfused"] = median(runs[3].rates) / median(runs[4].rates)
     return result
@@ -153,7 +154,8 @@ def print_config(res: dict, plan: Plan) -> None:
         f"  params: redthread {res['params']['redthread']:,}, HF GPT-2 {res['params']['HF']:,}; "
         f"FLOPs/token {res['flops_per_token'] / 1e6:.2f} M"
     )
-    print(f"  {plan.rounds} rounds x {plan.steps} steps after {plan.warmup} warm-up steps")
+    extra = f" ({plan.extra_rounds} rounds for the extra setups)" if plan.extra_rounds else ""
+    print(f"  {plan.rounds} rounds x {plan.steps} steps after {plan.warmup} warm-up steps{extra}")
     print(f"  {'setup':<20} {'tokens/s (median)':>18} {'min..max':>20} {'MFU':>7}")
     for label, rate in res["tokens_per_s"].items():
         print(f"  {label:<20} {rate:>18,.0f} {spread(res['rounds'][label]):>20} {res['mfu'][label]:>7.1%}")
@@ -168,14 +170,19 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a few steps only (smoke test)")
     ap.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     ap.add_argument("--no-extras", action="store_true", help="skip HF eager and the fused=False setups")
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help="both peers share it")
     args = ap.parse_args()
-    torch.set_num_threads(torch.get_num_threads())  # the default (all cores); both peers share it
+    torch.set_num_threads(args.threads)
 
     if args.quick:
-        plans = {"a": Plan(12, warmup=1, rounds=2, steps=2, extras=False), "b": Plan(8, 1, 2, 1, extras=False)}
+        plans = {"a": Plan(12, warmup=1, rounds=2, steps=2), "b": Plan(8, warmup=1, rounds=2, steps=1)}
     else:
-        extras = not args.no_extras
-        plans = {"a": Plan(12, warmup=5, rounds=7, steps=20, extras=extras), "b": Plan(8, 2, 5, 3, extras=extras)}
+        # config (b) takes seconds per step on 2 cores: fewer rounds for the extra setups
+        extra_a, extra_b = (0, 0) if args.no_extras else (7, 2)
+        plans = {
+            "a": Plan(12, warmup=5, rounds=7, steps=10, extra_rounds=extra_a),
+            "b": Plan(8, warmup=1, rounds=5, steps=2, extra_rounds=extra_b),
+        }
 
     peak = matmul_peak_flops(repeats=3 if args.quick else 7)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; fp32 matmul peak {peak / 1e9:.1f} GFLOP/s")

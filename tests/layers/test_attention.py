@@ -13,8 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from redthread.errors import RedthreadError
 from redthread.layers.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from redthread.layers.kv_cache import KVCache
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 ATOL64 = 1e-10
 B, T, S, C, H = 2, 5, 7, 12, 3
@@ -230,8 +233,6 @@ def test_multi_head_attention_explicit_path_matches_fused(causal, masked):
 
 
 def test_multi_head_attention_rejects_indivisible_heads():
-    from redthread.errors import RedthreadError
-
     with pytest.raises(RedthreadError, match=r"10.*4"):
         MultiHeadAttention(10, 4)
 

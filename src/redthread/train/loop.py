@@ -255,7 +255,7 @@ def train(
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            updating = False
+            updating, rng_at_step = False, None  # from here on the current random state is the next step's
             steps_since_log += 1
 
             if step % cfg.log_interval == 0 or step == cfg.max_iters:

@@ -1,0 +1,97 @@
+"""The training loop: resume reproduces an uninterrupted run; the schedule; the optimizer groups; learning."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from redthread.data.dataset import TokenSplit
+from redthread.data.lm import LMData
+from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train.loop import TrainConfig, evaluate, lr_at, make_optimizer, read_metrics, train
+
+CFG = TransformerConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, dropout=0.1)
+
+
+def make_data(n: int = 400, seed: int = 0) -> LMData:
+    rng = np.random.default_rng(seed)
+    pattern = np.tile(np.arange(11), n // 11 + 1)[:n]  # a learnable cycle, with noise
+    tokens = np.where(rng.random(n) < 0.1, rng.integers(0, 11, n), pattern).astype(np.uint16)
+    return LMData(TokenSplit(tokens, n, "train"), TokenSplit(tokens[: n // 4].copy(), n // 4, "validation"), CFG.block_size)
+
+
+def fresh_model() -> TransformerLM:
+    torch.manual_seed(0)
+    return TransformerLM(CFG)
+
+
+class Interrupting(LMData):
+    """Raises KeyboardInterrupt (as Ctrl-C would) at the n-th batch asked for, training or evaluation."""
+
+    def __init__(self, base: LMData, after: int):
+        super().__init__(base.splits["train"], base.splits["val"], base.block_size)
+        self.calls, self.after = 0, after
+
+    def batch(self, split, batch_size, generator):
+        self.calls += 1
+        if self.calls > self.after:
+            raise KeyboardInterrupt
+        return super().batch(split, batch_size, generator)
+
+
+@pytest.mark.parametrize("grad_accum", [1, 2])
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, grad_accum):
+    cfg = TrainConfig(max_iters=20, batch_size=4, eval_interval=5, eval_batches=2, log_interval=5, warmup_iters=3, grad_accum=grad_accum)
+    straight = fresh_model()
+    train(straight, make_data(), cfg, run_dir=tmp_path / "a", progress=False)
+
+    interrupted = fresh_model()
+    with pytest.raises(KeyboardInterrupt):  # inside the step-10 evaluation, or mid-accumulation of step 11
+        train(interrupted, Interrupting(make_data(), after=12 * grad_accum + 1), cfg, run_dir=tmp_path / "b", progress=False)
+    resumed = fresh_model()
+    train(resumed, make_data(), cfg, run_dir=tmp_path / "b", resume=True, progress=False)
+
+    for (name, p), q in zip(straight.named_parameters(), resumed.parameters()):
+        assert torch.equal(p, q), name
+    steps = [r["step"] for r in read_metrics(tmp_path / "b" / "metrics.jsonl") if "loss" in r]
+    assert steps == [5, 10, 15, 20]  # nothing logged twice
+
+
+def test_lr_schedule_warms_up_then_decays_to_min_lr():
+    cfg = TrainConfig(max_iters=1000, lr=1e-3, min_lr=1e-4, warmup_iters=100)
+    assert lr_at(0, cfg) == pytest.approx(1e-5)
+    assert lr_at(99, cfg) == pytest.approx(1e-3)
+    assert lr_at(550, cfg) == pytest.approx(0.5 * (1e-3 + 1e-4))
+    assert lr_at(1000, cfg) == pytest.approx(1e-4)
+    lrs = [lr_at(s, cfg) for s in range(100, 1001)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_weight_decay_applies_to_matrices_only():
+    model = fresh_model()
+    opt = make_optimizer(model, TrainConfig(weight_decay=0.1), torch.device("cpu"))
+    decayed, plain = opt.param_groups
+    assert decayed["weight_decay"] == 0.1 and plain["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decayed["params"]) and all(p.dim() < 2 for p in plain["params"])
+    n_unique = len({id(p) for p in model.parameters()})
+    assert len(decayed["params"]) + len(plain["params"]) == n_unique  # the tied matrix once
+
+
+def test_training_lowers_validation_nll_below_uniform(tmp_path):
+    model = fresh_model()
+    data = make_data()
+    before = evaluate(model, data)["nll"]
+    train(model, data, TrainConfig(max_iters=150, batch_size=8, lr=3e-3, eval_interval=150, warmup_iters=10), progress=False)
+    after = evaluate(model, data)["nll"]
+    assert after < math.log(11) - 0.5 and after < before - 0.5
+
+
+def test_evaluate_full_split_scores_every_token_once():
+    data = make_data()
+    result = evaluate(fresh_model(), data, "val", batch_size=3)
+    assert result["tokens"] == len(data.split("val").tokens) - 1
+    assert result["bpc"] == pytest.approx(result["nll"] / math.log(2))  # one token per character
+    assert result["ppl"] == pytest.approx(math.exp(result["nll"]))
