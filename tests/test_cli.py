@@ -215,3 +215,15 @@ def test_console_script_exits_nonzero_without_traceback(tmp_path):
     )
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("error: no checkpoint") and "Traceback" not in proc.stderr
+
+
+def test_demo_end_to_end_on_a_tiny_budget(tmp_path):
+    """The README's main job, shortened: trains on the default corpus, prints baselines and samples."""
+    out = tmp_path / "demo"
+    code, stdout, err = cli("demo", "--minutes", "0.05", "--out", out)
+    assert code == 0, err
+    assert "unigram" in stdout and "bigram" in stdout and "Transformer" in stdout
+    assert stdout.count("--- sample") == 3
+    assert (out / "checkpoint.safetensors").is_file() and (out / "loss.png").is_file()
+    code, sample, err = cli("sample", "--checkpoint", out, "--max-new-tokens", "10", "--seed", "0")
+    assert code == 0, err

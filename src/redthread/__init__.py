@@ -17,7 +17,7 @@ from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.loop import TrainConfig, evaluate
 from redthread.train.objectives import gaussian_nll, token_nll
 
 __version__ = "0.1.0"
@@ -28,6 +28,6 @@ __all__ = [
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
-    "TrainConfig", "train", "evaluate", "token_nll", "gaussian_nll",
+    "TrainConfig", "evaluate", "token_nll", "gaussian_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
 ]

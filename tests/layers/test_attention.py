@@ -17,7 +17,6 @@ from redthread.errors import RedthreadError
 from redthread.layers.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from redthread.layers.kv_cache import KVCache
 
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 ATOL64 = 1e-10
 B, T, S, C, H = 2, 5, 7, 12, 3
@@ -105,7 +104,7 @@ def test_scaled_dot_product_attention_scale_one_is_unscaled_scores():
     """scale=1.0 turns the 1/sqrt(D) off: it equals the default applied to q * sqrt(D)."""
     q, k, v = rand(B, H, T, D, seed=1), rand(B, H, S, D, seed=2), rand(B, H, S, D, seed=3)
     y1, att1 = scaled_dot_product_attention(q, k, v, scale=1.0)
-    y_def, att_def = scaled_dot_product_attention(q, k, v)
+    _, att_def = scaled_dot_product_attention(q, k, v)
     y_up, att_up = scaled_dot_product_attention(q * D**0.5, k, v)
     torch.testing.assert_close(att1, att_up, atol=1e-12, rtol=0)
     torch.testing.assert_close(y1, y_up, atol=1e-12, rtol=0)
@@ -124,7 +123,7 @@ def mha_pair(causal=False, bias=True, seed=0):
     ours = MultiHeadAttention(C, H, causal=causal, bias=bias).double()
     ref = nn.MultiheadAttention(C, H, batch_first=True, bias=bias, dtype=torch.float64)
     with torch.no_grad():
-        if bias:  # nn.Linear's default init gives nonzero biases; make sure they are copied
+        if bias:  # unit-scale biases, so a bias that was not copied would show
             ours.qkv_proj.bias.normal_()
             ours.out_proj.bias.normal_()
         ref.in_proj_weight.copy_(ours.qkv_proj.weight)  # same [W_q; W_k; W_v] layout

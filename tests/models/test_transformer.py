@@ -13,7 +13,6 @@ from redthread.generate.sampler import generate
 from redthread.models.transformer import Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train.objectives import token_nll
 
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 ATOL64 = 1e-10
 FEW = settings(max_examples=12, deadline=None)
@@ -225,6 +224,12 @@ def test_encoder_decoder_padding_mask_ignores_padded_source_tokens():
         torch.testing.assert_close(model(src, tgt, keep), model(src2, tgt, keep), atol=1e-12, rtol=0)
 
 
+def test_decoder_without_memory_raises():
+    model = seq2seq().decoder
+    with pytest.raises(RedthreadError, match="memory"):
+        model(tokens((1, 6), seed=1))
+
+
 # --- config validation -----------------------------------------------------------------------
 
 
@@ -257,10 +262,13 @@ def test_transformer_config_rejects_bad_value_naming_it(field, value):
     assert field in msg and str(value) in msg and "\n" not in msg
 
 
-@pytest.mark.xfail(strict=True, reason="src bug: a non-number dropout raises TypeError, not RedthreadError")
-def test_transformer_config_rejects_non_number_dropout():
-    with pytest.raises(RedthreadError, match="dropout"):
-        TransformerConfig(dropout="0.1")
+@pytest.mark.parametrize(
+    "field,value",
+    [("dropout", "0.1"), ("d_ff", True), ("n_layer", 2.0)],
+)
+def test_transformer_config_rejects_non_numbers(field, value):
+    with pytest.raises(RedthreadError, match=field):
+        TransformerConfig(**{field: value})
 
 
 def test_transformer_config_from_dict_round_trips_and_rejects_unknown_keys():

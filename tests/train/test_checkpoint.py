@@ -14,7 +14,6 @@ from redthread.train import checkpoint as checkpoint_module
 from redthread.train.checkpoint import FILENAME, load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.objectives import token_nll
 
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 CFG = TransformerConfig(vocab_size=13, block_size=16, n_layer=2, n_head=2, d_model=16)
 
@@ -190,6 +189,43 @@ def test_checkpoint_into_matching_model_loads(trained, tmp_path):
     assert fresh.lm_head.weight is fresh.embed.tok_emb.weight
 
 
+def redthread_metadata(**changes):
+    meta = {"format": "redthread-checkpoint/1", "model_class": "TransformerLM", "config": json.dumps(CFG.to_dict())}
+    meta.update({"aliases": "{}", "step": "0", "tokenizer": "null", **changes})
+    return {k: v for k, v in meta.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(step="two"),
+        dict(aliases=None),
+        dict(config="{not json"),
+        dict(model_class=None),
+        dict(config="[1, 2]"),
+        dict(model_class="Nope"),
+    ],
+    ids=["step_not_int", "no_aliases", "config_not_json", "no_model_class", "config_not_object", "unknown_class"],
+)
+def test_checkpoint_bad_metadata_raises(tmp_path, changes):
+    path = tmp_path / FILENAME
+    save_file({"model.w": torch.zeros(1)}, str(path), metadata=redthread_metadata(**changes))
+    with pytest.raises(RedthreadError) as err:
+        load_checkpoint(path)
+    assert_one_line_naming(err, path)
+
+
+def test_checkpoint_missing_tensor_raises(trained, tmp_path):
+    path = tmp_path / FILENAME
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys() if k != "model.norm_f.weight"}
+    save_file(tensors, str(path), metadata=meta)
+    with pytest.raises(RedthreadError, match="norm_f.weight") as err:
+        load_checkpoint(path)
+    assert_one_line_naming(err, path)
+
+
 # --- atomic writes -----------------------------------------------------------------------------
 
 
@@ -215,10 +251,6 @@ def test_checkpoint_interrupted_save_leaves_old_file_and_no_temp(trained, tmp_pa
     assert read_checkpoint(tmp_path).step == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src bug: redthread/__init__.py binds redthread.train to the function train(), shadowing the subpackage",
-)
 def test_checkpoint_module_importable_by_dotted_path():
     import redthread.train.checkpoint as ck
 

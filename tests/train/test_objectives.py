@@ -8,7 +8,6 @@ from torch.distributions import Normal
 
 from redthread.train.objectives import bits_per_char, gaussian_nll, perplexity, token_nll
 
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 B, T, V = 3, 5, 7
 

@@ -94,6 +94,8 @@ class DecoderBlock(nn.Module):
         h = self.self_attn_res.normed_input(x)
         x = self.self_attn_res.add(x, self.self_attn(h, cache=None if cache is None else cache.self_attn)[0])
         if self.cross_attn is not None:
+            if memory is None:  # without it, cross-attention would silently become non-causal self-attention
+                raise RedthreadError("this decoder has cross-attention: pass memory (the encoder output)")
             h = self.cross_attn_res.normed_input(x)
             kv_cache = None if cache is None else cache.cross_attn
             x = self.cross_attn_res.add(x, self.cross_attn(h, context=memory, mask=memory_mask, cache=kv_cache)[0])

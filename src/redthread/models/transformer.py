@@ -53,10 +53,10 @@ class TransformerConfig:
                 raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
         if self.d_model % self.n_head != 0:
             raise RedthreadError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
-        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):
+        if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
             raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise RedthreadError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
+            raise RedthreadError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
         for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
             if getattr(self, name) not in allowed:
                 raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")

@@ -152,7 +152,10 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if meta.get("format") != FORMAT:
         raise RedthreadError(f"{path} is not a redthread checkpoint (format {meta.get('format')!r})")
     try:
+        model_class = meta["model_class"]
         config = json.loads(meta["config"])
+        if not isinstance(config, dict):
+            raise ValueError("config is not a JSON object")
         aliases = json.loads(meta["aliases"])
         step = int(meta["step"])
         tokenizer_json = meta["tokenizer"]
@@ -160,7 +163,10 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     except (KeyError, ValueError) as e:
         raise RedthreadError(f"corrupt checkpoint metadata in {path}: {e}") from None
 
-    model = build_model(meta["model_class"], config)
+    try:
+        model = build_model(model_class, config)
+    except RedthreadError as e:
+        raise RedthreadError(f"{path}: {e}") from None
     state = {k[len("model.") :]: t for k, t in tensors.items() if k.startswith("model.")}
     for name, target in aliases.items():
         if target in state:
@@ -188,7 +194,7 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
     return Checkpoint(
         model=model,
-        model_class=meta["model_class"],
+        model_class=model_class,
         config=config,
         step=step,
         tokenizer=tokenizer,
