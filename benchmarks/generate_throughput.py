@@ -111,6 +111,9 @@ def main() -> None:
         "greedy": tps["redthread greedy"] / tps["HF greedy"],
         "sample": tps["redthread sample"] / tps["HF sample"],
     }
+    paired = {
+        mode: median([a / b for a, b in zip(rates[f"redthread {mode}"], rates[f"HF {mode}"])]) for mode in ratios
+    }  # same-round pairs, robust to load drift
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(
         f"config (b): n_layer {size.n_layer}, n_head {size.n_head}, d_model {size.d_model}, vocab {size.vocab_size}; "
@@ -128,7 +131,7 @@ def main() -> None:
         print(f"  {label:<28} {rate:>22,.1f} {spread(rates[label]):>16}")
     print()
     for mode, ratio in ratios.items():
-        print(f"  ratio redthread/HF, {mode}: {ratio:.2f}x  {verdict(ratio, TARGET)}")
+        print(f"  ratio redthread/HF, {mode}: {ratio:.2f}x (per-round pairs: {paired[mode]:.2f}x)  {verdict(ratio, TARGET)}")
     write_json(
         args.json,
         {
@@ -142,6 +145,7 @@ def main() -> None:
             "tokens_per_s": tps,
             "rounds": rates,
             "ratio": ratios,
+            "ratio_paired": paired,
             "target": TARGET,
         },
     )
