@@ -243,7 +243,7 @@ def test_transformer_config_indivisible_heads_names_both_values():
 @pytest.mark.parametrize(
     "field,value",
     [
-        ("pos", "rope"),
+        ("pos", "alibi"),
         ("norm", "middle"),
         ("activation", "swish"),
         ("dropout", 1.0),

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
 from redthread.layers.kv_cache import KVCache
+from redthread.layers.positional import RotaryEmbedding
 
 
 def scaled_dot_product_attention(
@@ -73,6 +74,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         scale: float | None = None,
+        rotary_len: int | None = None,
     ):
         super().__init__()
         if n_head < 1 or d_model % n_head != 0:
@@ -83,19 +85,36 @@ class MultiHeadAttention(nn.Module):
         self.scale = scale  # None: 1/sqrt(d_head)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        # rotary positions (pos="rope") for self-attention over up to rotary_len positions
+        self.rotary = RotaryEmbedding(rotary_len, self.d_head) if rotary_len else None
 
-    def _project(self, x: Tensor, context: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """q (B, T, C) from x; k, v (B, S, C) from x (self) or from context (cross)."""
-        if context is None:
-            return self.qkv_proj(x).split(self.d_model, dim=-1)
-        C, w, b = self.d_model, self.qkv_proj.weight, self.qkv_proj.bias
-        q = F.linear(x, w[:C], None if b is None else b[:C])
-        k, v = F.linear(context, w[C:], None if b is None else b[C:]).split(C, dim=-1)
-        return q, k, v
+    def _proj_slice(self, x: Tensor, start: int, end: int) -> Tensor:
+        """x @ W[start:end]^T + b[start:end]: part of the packed [W_q; W_k; W_v] projection."""
+        w, b = self.qkv_proj.weight, self.qkv_proj.bias
+        return F.linear(x, w[start:end], None if b is None else b[start:end])
 
-    def _heads(self, x: Tensor) -> Tensor:
+    def _heads(self, x: Tensor, n: int = 1) -> Tensor:
+        """(B, L, n * C) -> (n, B, H, L, D): split the model dimension into heads."""
         B, L, _ = x.shape
-        return x.view(B, L, self.n_head, self.d_head).transpose(1, 2)  # (B, H, L, D)
+        return x.view(B, L, n, self.n_head, self.d_head).permute(2, 0, 3, 1, 4)
+
+    def _qkv(self, x: Tensor, context: Tensor | None, cache: KVCache | None) -> tuple[Tensor, Tensor, Tensor]:
+        """q (B, H, T, D) and k, v (B, H, S, D), through the cache when there is one."""
+        C = self.d_model
+        if context is not None:  # cross-attention: keys and values from the context, projected once per cache
+            q = self._heads(self._proj_slice(x, 0, C))[0]
+            if cache is not None and cache.length > 0:
+                return q, cache.keys(), cache.values()
+            k, v = self._heads(self._proj_slice(context, C, 3 * C), 2)
+            return (q, *cache.update(k, v)) if cache is not None else (q, k, v)
+        qkv = self._heads(self.qkv_proj(x), 3)  # (3, B, H, T, D), one matmul for all three
+        qk, v = qkv[:2], qkv[2]
+        if self.rotary is not None:  # rotate q and k together, from this chunk's first position
+            qk = self.rotary(qk, 0 if cache is None else cache.length)
+        q, k = qk
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, H, S, D): past + new
+        return q, k, v
 
     def forward(
         self,
@@ -112,15 +131,7 @@ class MultiHeadAttention(nn.Module):
         Returns y (B, T, C) and att (B, H, T, S) when need_weights, else None.
         """
         B, T, C = x.shape
-        if cache is not None and context is not None and cache.length > 0:
-            q = F.linear(x, self.qkv_proj.weight[:C], None if self.qkv_proj.bias is None else self.qkv_proj.bias[:C])
-            q = self._heads(q)  # (B, H, T, D)
-            k, v = cache.keys(), cache.values()  # (B, H, S, D) projected on the first call
-        else:
-            q, k, v = (self._heads(t) for t in self._project(x, context))  # (B, H, T|S, D)
-            if cache is not None:
-                k, v = cache.update(k, v)  # (B, H, S, D): past + new
-
+        q, k, v = self._qkv(x, context, cache)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
         S = k.size(2)
         causal = self.causal and context is None and T > 1  # a single new query may see every cached key
         if causal and (mask is not None or T != S or need_weights):

@@ -55,9 +55,13 @@ class Residual(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    def __init__(self, d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None):
+    def __init__(
+        self, d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None
+    ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
+        )
         self.self_attn_res = Residual(d_model, norm, dropout, bias)
         self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
         self.ffn_res = Residual(d_model, norm, dropout, bias)
@@ -70,10 +74,13 @@ class EncoderBlock(nn.Module):
 
 class DecoderBlock(nn.Module):
     def __init__(
-        self, d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, cross=False
+        self,
+        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None, cross=False,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
+        )
         self.self_attn_res = Residual(d_model, norm, dropout, bias)
         if cross:
             self.cross_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale)

@@ -7,6 +7,10 @@ same way. Adding a position-dependent vector to each token embedding breaks that
   Nothing to learn, defined for any position, and PE(pos + k) is a linear function of PE(pos).
 - `LearnedPositionalEmbedding`: one trained vector per position (GPT-2, BERT).
 - `NoPositionalEncoding`: none, to show C8.
+- `RotaryEmbedding` (pos="rope"): not added to the embeddings but applied inside attention,
+  rotating each (q, k) pair of coordinates by an angle proportional to the position (Su et al.
+  2021, "RoFormer", eq. 34), so that q_i . k_j depends on i - j only: the "nearby words" prior
+  of C8 expressed as relative position. The frequencies are the sinusoidal encoding's.
 
 Each maps the positions start .. start + T - 1 to vectors (T, C) that the model adds to its
 token embeddings.
@@ -61,4 +65,22 @@ POSITIONAL = {
     "sinusoidal": SinusoidalPositionalEncoding,
     "learned": LearnedPositionalEmbedding,
     "none": NoPositionalEncoding,
+    "rope": NoPositionalEncoding,  # nothing added to the embeddings: attention rotates q and k
 }
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotates q or k (..., T, D) by position-dependent angles; pairs are (x_i, x_{i + D/2})."""
+
+    def __init__(self, block_size: int, d_head: int):
+        super().__init__()
+        inv_freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (D/2,)
+        angles = torch.arange(block_size, dtype=torch.float64)[:, None] * inv_freq  # (P, D/2)
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        T, half = x.size(-2), x.size(-1) // 2
+        cos, sin = self.cos[start : start + T].to(x.dtype), self.sin[start : start + T].to(x.dtype)  # (T, D/2)
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (..., T, D)
