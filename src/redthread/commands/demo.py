@@ -17,13 +17,13 @@ from pathlib import Path
 import torch
 
 from redthread.commands.sample import sample_text
-from redthread.commands.train import load_data, train_language_model
+from redthread.commands.train import check_run_dir, load_data, train_language_model
 from redthread.models.ngram import NGramCounts
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
 from redthread.train.objectives import token_nll
 
-MODEL = dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0)
+MODEL = dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0, pos="rope")
 TRAIN = dict(batch_size=24, lr=2e-3, min_lr=2e-4, warmup_iters=100, eval_interval=250, eval_batches=10, log_interval=10)
 
 
@@ -48,6 +48,7 @@ def steps_per_second(vocab_size: int, device: torch.device, batch_size: int) -> 
 def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto", progress: bool = True, say=print) -> dict:
     device_ = resolve_device(device)
     out = Path(out) if out else Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
+    check_run_dir(out, resume=False, overwrite=False)  # refuse before spending any time
     say("redthread demo: a character-level Transformer learns P(next character | previous characters)")
     say("from Shakespeare's 37 plays by maximum likelihood, then writes with it.\n")
 
@@ -56,8 +57,8 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     say(f"corpus: {len(train_tokens):,} training / {len(val_tokens):,} validation characters "
           f"(validation = 4 whole plays), vocabulary {tokenizer.vocab_size} characters; device: {device_}")
 
-    # leave ~15% of the budget for start-up, the final evaluation over every validation character and sampling
-    budget = minutes * 60 * 0.85
+    # leave ~20% of the budget for start-up, the final evaluation over every validation character and sampling
+    budget = minutes * 60 * 0.8
     rate = steps_per_second(tokenizer.vocab_size, device_, TRAIN["batch_size"])
     max_iters = max(50, int(budget * rate))
     say(f"training for {max_iters} steps (~{max_iters / rate / 60:.1f} min at {rate:.1f} steps/s)\n")
