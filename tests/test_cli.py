@@ -227,3 +227,15 @@ def test_demo_end_to_end_on_a_tiny_budget(tmp_path):
     assert (out / "checkpoint.safetensors").is_file() and (out / "loss.png").is_file()
     code, sample, err = cli("sample", "--checkpoint", out, "--max-new-tokens", "10", "--seed", "0")
     assert code == 0, err
+
+
+def test_bpe_run_is_self_contained(tmp_path, corpus):
+    out = tmp_path / "bpe"
+    code, _, err = cli("train", "--data", corpus, "--tokenizer", "bpe", "--vocab-size", "300", "--out", out, *TINY_MODEL, *TINY_TRAIN)
+    assert code == 0, err
+    from redthread.train.checkpoint import read_checkpoint
+
+    ckpt = read_checkpoint(out)
+    assert ckpt.tokenizer.kind == "bpe" and ckpt.model.cfg.vocab_size == ckpt.tokenizer.vocab_size
+    code, text, err = cli("sample", "--checkpoint", out, "--prompt", "naïve ☃", "--max-new-tokens", "8", "--seed", "0")
+    assert code == 0 and text.startswith("naïve ☃"), err
