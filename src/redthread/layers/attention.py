@@ -108,10 +108,12 @@ class MultiHeadAttention(nn.Module):
             k, v = self._heads(self._proj_slice(context, C, 3 * C), 2)
             return (q, *cache.update(k, v)) if cache is not None else (q, k, v)
         qkv = self._heads(self.qkv_proj(x), 3)  # (3, B, H, T, D), one matmul for all three
-        qk, v = qkv[:2], qkv[2]
-        if self.rotary is not None:  # rotate q and k together, from this chunk's first position
-            qk = self.rotary(qk, 0 if cache is None else cache.length)
-        q, k = qk
+        if self.rotary is None:
+            q, k, v = qkv.unbind(0)  # unbind (not indexing): its backward is one stack, no zero-fill
+        else:  # rotate q and k together, from this chunk's first position
+            qk, v = qkv.split((2, 1))
+            q, k = self.rotary(qk, 0 if cache is None else cache.length).unbind(0)
+            v = v.squeeze(0)
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H, S, D): past + new
         return q, k, v

@@ -44,13 +44,13 @@ class Residual(nn.Module):
             raise RedthreadError(f"norm must be one of {NORMS}, got {norm!r}")
         self.pre = norm == "pre"
         self.norm = nn.LayerNorm(d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else None  # None: not even a no-op call
 
     def normed_input(self, x: Tensor) -> Tensor:
         return self.norm(x) if self.pre else x
 
     def add(self, x: Tensor, out: Tensor) -> Tensor:
-        x = x + self.dropout(out)
+        x = x + (out if self.dropout is None else self.dropout(out))
         return x if self.pre else self.norm(x)
 
 
