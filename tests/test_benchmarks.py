@@ -1,0 +1,36 @@
+"""The benchmark scripts still run (quick mode). They print figures; they assert nothing about speed:
+speed and quality targets are measured by running them, never in timed tests."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(name: str, *args: str, cache: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "REDTHREAD_CACHE": str(cache)}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("name, args", [
+    ("train_throughput.py", ("--quick", "--no-extras")),
+    ("generate_throughput.py", ("--quick",)),
+])
+def test_throughput_benchmark_prints_ratios(name, args, tmp_path):
+    out = run_script(name, *args, "--json", str(tmp_path / "figures.json"), cache=tmp_path)
+    assert "ratio redthread/HF" in out
+    assert (tmp_path / "figures.json").is_file()
+
+
+def test_quality_benchmark_runs_its_protocol_on_any_text(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(400)))
+    out = run_script("quality_tinyshakespeare.py", "--data", str(text), "--max-iters", "5", cache=tmp_path)
+    assert "nats/char on the full validation split" in out
