@@ -132,7 +132,8 @@ def save_checkpoint(
         tensors[f"rng.{name}"] = t.detach().contiguous().cpu()
 
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
-    atomic_write_text(path.parent / "config.json", json.dumps({"model_class": model_class, "config": model.cfg.to_dict(), "train_config": train_config, "step": step}, indent=2))
+    readable = {"model_class": model_class, "config": model.cfg.to_dict(), "train_config": train_config, "step": step}
+    atomic_write_text(path.parent / "config.json", json.dumps(readable, indent=2))
     if tokenizer is not None:
         atomic_write_text(path.parent / "tokenizer.json", meta["tokenizer"])
     return path

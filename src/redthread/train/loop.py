@@ -131,12 +131,13 @@ def evaluate(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total, count = 0.0, 0
+    total, count = torch.zeros((), dtype=torch.float64, device=device), 0
     for x, y in data.eval_batches(split, batch_size, max_batches):
         x, y = x.to(device), y.to(device)
-        total += objective(model(x), y, reduction="sum").item()
+        total += objective(model(x), y, reduction="sum").double()  # summed on the device: no sync per batch
         count += y.numel()
     model.train(was_training)
+    total = total.item()
     if count == 0:
         raise RedthreadError(f"the {split} split is empty")
     nll = total / count
