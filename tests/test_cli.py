@@ -152,8 +152,9 @@ def test_d_model_not_divisible_by_n_head(tmp_path, corpus):
 
 
 def test_unseen_prompt_characters_error_or_replace(run_dir):
-    code, _, err = cli("sample", "--checkpoint", run_dir, "--prompt", "Zebra€", "--max-new-tokens", "5")
-    assert_one_line_error(code, err, "'Z'", "'€'")
+    code, out, err = cli("sample", "--checkpoint", run_dir, "--prompt", "Zebra€", "--max-new-tokens", "5")
+    assert_one_line_error(code, err, "prompt", "'Z'", "'€'")
+    assert out == ""  # the prompt is not echoed before it is known to be readable
     code, out, err = cli("sample", "--checkpoint", run_dir, "--prompt", "Zebra€", "--max-new-tokens", "5", "--unknown", "replace")
     assert code == 0, err
 
@@ -200,6 +201,12 @@ def test_resume_with_a_model_that_does_not_fit(run_dir, tmp_path):
 def test_resume_without_a_run(tmp_path):
     code, _, err = cli("train", "--out", tmp_path / "empty", "--resume")
     assert_one_line_error(code, err, "nothing to resume")
+
+
+def test_demo_rejects_a_non_positive_budget(tmp_path):
+    code, out, err = cli("demo", "--minutes", "0", "--out", tmp_path / "demo")
+    assert_one_line_error(code, err, "--minutes")
+    assert out == "" and not (tmp_path / "demo").exists()
 
 
 def test_unknown_flag_is_one_line():

@@ -121,8 +121,6 @@ def run(args) -> None:
 
         prompt = read_prompt(args.prompt, args.prompt_file)
         stream = (lambda s: print(s, end="", flush=True)) if args.num_samples == 1 else None
-        if stream:
-            print(prompt, end="", flush=True)
         texts = sample_text(
             args.checkpoint, prompt, args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.min_p,
             args.repetition_penalty, args.num_samples, args.seed, not args.no_cache, args.unknown, args.device, stream,

@@ -18,6 +18,7 @@ import torch
 
 from redthread.commands.sample import sample_text
 from redthread.commands.train import check_run_dir, load_data, train_language_model
+from redthread.errors import RedthreadError
 from redthread.models.ngram import NGramCounts
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
@@ -46,6 +47,8 @@ def steps_per_second(vocab_size: int, device: torch.device, batch_size: int) -> 
 
 
 def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto", progress: bool = True, say=print) -> dict:
+    if not minutes > 0:
+        raise RedthreadError(f"--minutes must be positive, got {minutes}")
     device_ = resolve_device(device)
     out = Path(out) if out else Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
     check_run_dir(out, resume=False, overwrite=False)  # refuse before spending any time

@@ -65,8 +65,13 @@ def sample_text(
     tok, model = ckpt.tokenizer, ckpt.model
     if not prompt:
         raise RedthreadError("the prompt is empty: give at least one character")
-    ids = tok.encode(prompt, errors="replace") if unknown == "replace" and tok.kind == "char" else tok.encode(prompt)
+    try:
+        ids = tok.encode(prompt, errors="replace") if unknown == "replace" and tok.kind == "char" else tok.encode(prompt)
+    except RedthreadError as e:
+        raise RedthreadError(f"the prompt {str(e).removeprefix('text ')} (--unknown replace maps them to a space)") from None
     idx = torch.tensor([ids], dtype=torch.long)
+    if stream and num_samples == 1:
+        stream(prompt)  # echo the prompt only once it is known to be readable
 
     new_ids: list[int] = []
     printed = [""]
