@@ -15,16 +15,17 @@ import torch
 from redthread.commands.train import load_data
 from redthread.errors import RedthreadError
 from redthread.generate.processors import build_processors
-from redthread.generate.sampler import generate
+from redthread.generate.sampler import generate_stream
 from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import evaluate, resolve_device
 
 
-def read_prompt(prompt: str | None, prompt_file: str | None) -> str:
+def read_prompt(prompt: str | None, prompt_file: str | None) -> str | None:
+    """The prompt text; None when neither is given (then `sample_text` picks a default)."""
     if prompt is not None and prompt_file is not None:
         raise RedthreadError("give --prompt or --prompt-file, not both")
     if prompt_file is None:
-        return "\n" if prompt is None else prompt
+        return prompt
     path = Path(prompt_file)
     if not path.is_file():
         raise RedthreadError(f"prompt file not found: {path}")
@@ -43,7 +44,7 @@ def load_run(checkpoint: str, device: str = "auto"):
 
 def sample_text(
     checkpoint: str,
-    prompt: str = "\n",
+    prompt: str | None = None,
     max_new_tokens: int = 500,
     temperature: float = 1.0,
     top_k: int | None = None,
@@ -57,12 +58,17 @@ def sample_text(
     device: str = "auto",
     stream: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Generate `num_samples` continuations of `prompt`; each returned text includes the prompt."""
+    """Generate `num_samples` continuations of `prompt`; each returned text includes the prompt.
+
+    Without a prompt the model starts from a newline, or from its first token where the
+    tokenizer has no newline."""
     build_processors(temperature, top_k, top_p, min_p, repetition_penalty)  # bad values fail before loading
     if unknown not in ("error", "replace"):
         raise RedthreadError(f"--unknown must be error or replace, got {unknown!r}")
     ckpt = load_run(checkpoint, device)
     tok, model = ckpt.tokenizer, ckpt.model
+    if prompt is None:
+        prompt = "\n" if tok.kind != "char" or "\n" in tok.decode(range(tok.vocab_size)) else tok.decode([0])
     if not prompt:
         raise RedthreadError("the prompt is empty: give at least one character")
     try:
@@ -70,24 +76,25 @@ def sample_text(
     except RedthreadError as e:
         raise RedthreadError(f"the prompt {str(e).removeprefix('text ')} (--unknown replace maps them to a space)") from None
     idx = torch.tensor([ids], dtype=torch.long)
-    if stream and num_samples == 1:
-        stream(prompt)  # echo the prompt only once it is known to be readable
+    tokens = generate_stream(model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
+                             seed, use_cache, num_samples)  # checks every argument before anything is printed
+    streaming = stream is not None and num_samples == 1
+    if streaming:
+        stream(prompt)
 
-    new_ids: list[int] = []
-    printed = [""]
-
-    def on_token(nxt: torch.Tensor) -> None:  # stream the first sample as it grows
-        new_ids.append(int(nxt[0, 0]))
-        text = tok.decode(new_ids)
-        if not text.endswith("\ufffd"):  # a byte-level token may end inside a UTF-8 character
-            stream(text[len(printed[0]) :])
-            printed[0] = text
-
-    out = generate(model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
-                   seed, use_cache, num_samples, on_token=on_token if stream and num_samples == 1 else None)
-    if stream and num_samples == 1 and len(printed[0]) < len(tok.decode(new_ids)):
-        stream(tok.decode(new_ids)[len(printed[0]) :])
-    return [prompt + tok.decode(row[len(ids) :].tolist()) for row in out]
+    new: list[torch.Tensor] = []
+    printed = ""
+    for nxt in tokens:  # (N, 1) each
+        new.append(nxt)
+        if streaming:  # the first sample, as it grows
+            text = tok.decode(torch.cat(new, dim=1)[0])
+            if not text.endswith("\ufffd"):  # a byte-level token may end inside a UTF-8 character
+                stream(text[len(printed) :])
+                printed = text
+    rows = torch.cat(new, dim=1).tolist() if new else [[] for _ in range(num_samples)]
+    if streaming and len(printed) < len(tok.decode(rows[0])):
+        stream(tok.decode(rows[0])[len(printed) :])
+    return [prompt + tok.decode(row) for row in rows]
 
 
 def evaluate_run(checkpoint: str, data: str | None = None, split: str = "val", device: str = "auto") -> dict:

@@ -35,7 +35,6 @@ def window_start(length: int, start: int, block_size: int) -> int:
     return length - max(1, block_size // 2)
 
 
-@torch.inference_mode()
 def generate_stream(
     model: nn.Module,
     idx: Tensor,
@@ -49,7 +48,9 @@ def generate_stream(
     use_cache: bool = True,
     num_samples: int = 1,
 ) -> Iterator[Tensor]:
-    """Yield each new token (B * num_samples, 1) as it is sampled."""
+    """An iterator over the new tokens (B * num_samples, 1), each as it is sampled.
+
+    The arguments are checked here, at the call, not at the first token."""
     processors, greedy = build_processors(temperature, top_k, top_p, min_p, repetition_penalty)
     if idx.dim() == 1:
         idx = idx[None]
@@ -62,7 +63,11 @@ def generate_stream(
     vocab_size = model.cfg.vocab_size
     if idx.min() < 0 or idx.max() >= vocab_size:
         raise RedthreadError(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
+    return _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples)
 
+
+@torch.inference_mode()
+def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples) -> Iterator[Tensor]:
     device = next(model.parameters()).device
     seq = idx.to(device).repeat_interleave(num_samples, dim=0)  # (B, T)
     generator = torch.Generator(device) if seed is not None else None

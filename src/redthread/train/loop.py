@@ -69,6 +69,8 @@ class TrainConfig:
             raise RedthreadError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
         if self.grad_clip < 0 or self.weight_decay < 0:
             raise RedthreadError("grad_clip and weight_decay must be >= 0")
+        if self.max_time is not None and not self.max_time > 0:
+            raise RedthreadError(f"max_time must be a positive number of seconds, got {self.max_time}")
 
     def to_dict(self) -> dict:
         return asdict(self)
