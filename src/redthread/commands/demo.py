@@ -83,10 +83,10 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     for name, n, nll in rows:
         say(f"{name:34s} {n:>11,} {nll:>10.3f} {nll / ln2:>10.3f} {math.exp(nll):>11.2f}")
 
-    say("\nsamples (top-p 0.9, temperature 0.8):")
-    for seed in range(3):
-        text = sample_text(str(out), prompt="\n", max_new_tokens=240, temperature=0.8, top_p=0.9, seed=seed, device=device)[0]
-        say(f"--- sample {seed + 1} ---{text.rstrip()}\n")
+    say("\nsamples (top-p 0.9, temperature 0.8; three in one batch):")
+    texts = sample_text(str(out), prompt="\n", max_new_tokens=240, temperature=0.8, top_p=0.9, num_samples=3, seed=0, device=device)
+    for i, text in enumerate(texts):
+        say(f"--- sample {i + 1} ---{text.rstrip()}\n")
     say(f"run folder: {out}  (checkpoint.safetensors, metrics.jsonl, loss.png)")
     say(f"more: redthread sample --checkpoint {out} --prompt 'ROMEO.' --top-p 0.9")
     return {"run_dir": str(out), "baselines": {r[0]: r[2] for r in rows[:2]}, "val_nll": run.final["nll"], "steps": run.result.step}
