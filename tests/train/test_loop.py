@@ -95,3 +95,12 @@ def test_evaluate_full_split_scores_every_token_once():
     assert result["tokens"] == len(data.split("val").tokens) - 1
     assert result["bpc"] == pytest.approx(result["nll"] / math.log(2))  # one token per character
     assert result["ppl"] == pytest.approx(math.exp(result["nll"]))
+
+
+def test_time_budget_stops_early_and_leaves_a_checkpoint(tmp_path):
+    from redthread.train.checkpoint import read_checkpoint
+
+    cfg = TrainConfig(max_iters=1000, batch_size=4, eval_interval=500, log_interval=500, max_time=1e-3)
+    result = train(fresh_model(), make_data(), cfg, run_dir=tmp_path, progress=False)
+    assert 1 <= result.step < 1000
+    assert read_checkpoint(tmp_path).step == result.step
