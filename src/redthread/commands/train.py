@@ -8,7 +8,6 @@ touched unless asked: `resume=True` continues it, `overwrite=True` replaces it.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable

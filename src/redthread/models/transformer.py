@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-import torch
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError

@@ -112,8 +112,7 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW; weight decay on matrices (and embeddings) only, never on biases or LayerNorm gains."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    params = list({id(p): p for p in params}.values())  # tied weights once
+    params = [p for p in model.parameters() if p.requires_grad]  # parameters() yields a tied weight once
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
@@ -283,7 +282,6 @@ def train(
                     log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")
                 break
     except KeyboardInterrupt:
-        bar.close()
         if not updating:  # parameters are those of the last completed step: save them, then stop
             optimizer.zero_grad(set_to_none=True)
             checkpoint(rng_at_step)
