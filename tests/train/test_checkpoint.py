@@ -255,3 +255,13 @@ def test_checkpoint_module_importable_by_dotted_path():
     import redthread.train.checkpoint as ck
 
     assert ck is checkpoint_module
+
+
+def test_rng_state_is_read_on_the_cpu_whatever_the_model_device(tmp_path):
+    """torch.set_rng_state takes a CPU ByteTensor: resuming a GPU run must not read it onto the GPU."""
+    model = TransformerLM(CFG)
+    save_checkpoint(tmp_path, model, rng={"torch": torch.get_rng_state()})
+    ckpt = read_checkpoint(tmp_path, map_location="meta")  # a device other than the CPU, available everywhere
+    assert next(ckpt.model.parameters()).device.type == "meta"
+    assert ckpt.rng["torch"].device.type == "cpu" and ckpt.rng["torch"].dtype == torch.uint8
+    torch.set_rng_state(ckpt.rng["torch"])

@@ -140,12 +140,17 @@ def save_checkpoint(
 
 
 def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> Checkpoint:
-    """Read and rebuild everything in a checkpoint; any defect is a one-line RedthreadError."""
+    """Read and rebuild everything in a checkpoint; any defect is a one-line RedthreadError.
+
+    Tensors are read on the CPU; the model then moves to `map_location`. RNG states stay on
+    the CPU (torch.set_rng_state wants a CPU ByteTensor) and the optimizer moves its moments
+    to its parameters' device when it loads them.
+    """
     path = checkpoint_path(path)
     if not path.is_file():
         raise RedthreadError(f"no checkpoint at {path}")
     try:
-        with safe_open(str(path), framework="pt", device=str(map_location)) as f:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
             meta = f.metadata() or {}
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except Exception as e:  # safetensors raises several types for truncated or garbled files
