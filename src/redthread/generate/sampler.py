@@ -6,8 +6,10 @@
         next = sample(softmax(logits))              # or argmax: greedy (temperature 0)
         context = append(context, next)
 
-With a KV cache, each step feeds only the newest token; the keys and values of the past are
-kept (`redthread.layers.kv_cache`). The result is the same as recomputing the whole context.
+With a cache, each step feeds only the newest token: the Transformer keeps the keys and values
+of the past (`redthread.layers.kv_cache`), a recurrent network its hidden state. The result is
+the same as recomputing the whole context. Rungs with no cache (`make_cache` returns None: the
+n-gram and fixed-window models) are recomputed over their window every step.
 
 Contexts longer than the model's window (block_size W) slide: a prompt keeps its last W
 tokens; when generation fills the window, the context restarts from the last W // 2 tokens
@@ -26,6 +28,7 @@ from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
 from redthread.generate.processors import build_processors, sample_next
+from redthread.models.base import model_device
 
 
 def window_start(length: int, start: int, block_size: int) -> int:
@@ -68,7 +71,7 @@ def generate_stream(
 
 @torch.inference_mode()
 def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples) -> Iterator[Tensor]:
-    device = next(model.parameters()).device
+    device = model_device(model)
     seq = idx.to(device).repeat_interleave(num_samples, dim=0)  # (B, T)
     generator = torch.Generator(device) if seed is not None else None
     if generator is not None:
@@ -79,6 +82,7 @@ def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num
     try:
         start = max(0, seq.size(1) - W)  # a long prompt keeps its last W tokens
         cache = model.make_cache(seq.size(0), W) if use_cache else None
+        use_cache = cache is not None  # a rung without a cache is recomputed
         fed = start  # the cache holds seq[:, start:fed]
         for _ in range(max_new_tokens):
             new_start = window_start(seq.size(1), start, W)
@@ -122,5 +126,5 @@ def generate(
         new.append(nxt)
         if on_token is not None:
             on_token(nxt)
-    prompt = idx.to(next(model.parameters()).device).repeat_interleave(num_samples, dim=0)
+    prompt = idx.to(model_device(model)).repeat_interleave(num_samples, dim=0)
     return torch.cat([prompt, *new], dim=1)

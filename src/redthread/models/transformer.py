@@ -26,6 +26,7 @@ from redthread.layers.blocks import NORMS, DecoderBlock, EncoderBlock, LayerCach
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
+from redthread.models.base import LanguageModel
 
 
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
@@ -139,7 +140,7 @@ def init_weights(model: nn.Module, n_layer: int) -> None:
             nn.init.normal_(p, std=EMB_STD)
 
 
-class TransformerLM(nn.Module):
+class TransformerLM(LanguageModel):
     """Decoder-only Transformer language model: model(idx) -> logits (B, T, V).
 
     `cross=True` adds cross-attention to a `memory` (an encoder's output): that is `Decoder`.
@@ -155,10 +156,6 @@ class TransformerLM(nn.Module):
         init_weights(self, cfg.n_layer)
         if cfg.tie_weights:
             self.lm_head.weight = self.embed.tok_emb.weight
-
-    @property
-    def block_size(self) -> int:
-        return self.cfg.block_size
 
     def forward(
         self,

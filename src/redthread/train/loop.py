@@ -31,7 +31,8 @@ from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
 from redthread.train.checkpoint import FILENAME, atomic_write, atomic_write_text, read_checkpoint, save_checkpoint
-from redthread.train.objectives import perplexity, token_nll
+from redthread.models.base import model_device
+from redthread.train.objectives import perplexity, scored, token_nll
 
 
 class DataSource(Protocol):
@@ -131,14 +132,15 @@ def evaluate(
     """Validation NLL over `max_batches` batches, or the whole split in non-overlapping windows."""
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
-    total, count = torch.zeros((), dtype=torch.float64, device=device), 0
+    device = model_device(model)
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    count = torch.zeros((), dtype=torch.int64, device=device)
     for x, y in data.eval_batches(split, batch_size, max_batches):
         x, y = x.to(device), y.to(device)
         total += objective(model(x), y, reduction="sum").double()  # summed on the device: no sync per batch
-        count += y.numel()
+        count += scored(y)
     model.train(was_training)
-    total = total.item()
+    total, count = total.item(), int(count.item())
     if count == 0:
         raise RedthreadError(f"the {split} split is empty")
     nll = total / count

@@ -13,13 +13,27 @@ from __future__ import annotations
 
 import math
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 
+IGNORE_INDEX = -1  # a target that is not scored: padding after the end of a shorter sequence
+
+
 def token_nll(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
-    """-log P(target | context) in nats: logits (B, T, V), targets (B, T) int64."""
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
+    """-log P(target | context) in nats: logits (B, T, V), targets (B, T) int64; IGNORE_INDEX is skipped."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction, ignore_index=IGNORE_INDEX
+    )
+
+
+def scored(targets: Tensor) -> Tensor:
+    """How many targets a likelihood scores (a 0-dim tensor on their device: no host sync): all of
+    them, except token targets equal to IGNORE_INDEX."""
+    if not targets.dtype.is_floating_point:
+        return (targets != IGNORE_INDEX).sum()
+    return torch.tensor(targets.numel(), device=targets.device)
 
 
 def gaussian_nll(mean: Tensor, target: Tensor, var: Tensor | float = 1.0, reduction: str = "mean") -> Tensor:
@@ -27,6 +41,12 @@ def gaussian_nll(mean: Tensor, target: Tensor, var: Tensor | float = 1.0, reduct
     var = mean.new_tensor(var) if not isinstance(var, Tensor) else var
     nll = 0.5 * (math.log(2 * math.pi) + var.log() + (target - mean) ** 2 / var)
     return nll.mean() if reduction == "mean" else nll.sum() if reduction == "sum" else nll
+
+
+def normal_nll(output: tuple[Tensor, Tensor], target: Tensor, reduction: str = "mean") -> Tensor:
+    """-log N(target; mean, exp(log_var)) for a regression rung's raw output (mean, log_var), each (B,)."""
+    mean, log_var = output
+    return gaussian_nll(mean, target, log_var.exp(), reduction=reduction)
 
 
 def bits_per_char(total_nats: float, n_chars: int) -> float:
