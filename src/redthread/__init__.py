@@ -15,6 +15,8 @@ from redthread.layers.blocks import DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from redthread.models.base import LanguageModel
+from redthread.models.registry import build_model
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.loop import TrainConfig, evaluate
@@ -23,7 +25,7 @@ from redthread.train.objectives import gaussian_nll, token_nll
 __version__ = "0.1.0"
 
 __all__ = [
-    "RedthreadError",
+    "RedthreadError", "LanguageModel", "build_model",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",

@@ -5,6 +5,7 @@
     redthread train [--data FILE] ...   train a Transformer language model into a run folder
     redthread sample --checkpoint RUN   generate text from a run
     redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
+    redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
 """
 
 from __future__ import annotations
@@ -93,6 +94,22 @@ def build_parser() -> Parser:
                         help="characters the tokenizer never saw: error, or replace them with a space")
     sample.add_argument("--device", default="auto")
 
+    ladder = sub.add_parser("ladder", help="train every rung (counts, bigram, MLP, RNN, LSTM, GRU, Transformer) on the same data; compare")
+    ladder.add_argument("--data", help="shakespeare (default), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
+    ladder.add_argument("--lines", metavar="FILE", help="a file of one example per line (e.g. names), instead of --data")
+    ladder.add_argument("--regression", choices=("linear", "sine", "heteroscedastic"),
+                        help="the regression rungs on synthetic data with a known E[y|x], instead of the sequence rungs")
+    ladder.add_argument("--rungs", help="comma-separated subset (default: unigram,ngram,bigram,mlp,rnn,lstm,gru,transformer)")
+    ladder.add_argument("--steps", type=int, help="optimizer steps per rung (default: 1500; 5000 for --lines)")
+    ladder.add_argument("--minutes", type=float, help="also stop each rung after this many minutes")
+    ladder.add_argument("--batch-size", type=int, default=32)
+    ladder.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
+    ladder.add_argument("--out", default="runs/ladder", help="report folder (default runs/ladder)")
+    ladder.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
+    ladder.add_argument("--seed", type=int, default=1337)
+    ladder.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    ladder.add_argument("--no-progress", action="store_true")
+
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True)
     ev.add_argument("--data", help="a UTF-8 text file (default: the run's own data)")
@@ -130,6 +147,10 @@ def run(args) -> None:
         else:
             for i, text in enumerate(texts):
                 print(f"--- sample {i + 1} ---\n{text}")
+    elif args.command == "ladder":
+        from redthread.commands.ladder import ladder_command
+
+        ladder_command(args)
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run
 

@@ -19,7 +19,7 @@ import torch
 from redthread.commands.sample import sample_text
 from redthread.commands.train import check_run_dir, load_data, train_language_model
 from redthread.errors import RedthreadError
-from redthread.models.ngram import NGramCounts
+from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
 from redthread.train.objectives import token_nll
@@ -73,7 +73,8 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     ln2 = math.log(2)
     rows = []
     for order, name in ((1, "unigram counts (no context)"), (2, "bigram counts (1 character)")):
-        nll = NGramCounts(order, tokenizer.vocab_size, k=1.0).fit(train_tokens).nll(val_tokens)
+        counts = NGramLM(NGramConfig(vocab_size=tokenizer.vocab_size, order=order, k=1.0))
+        nll = counts.fit_stream(train_tokens).nll_stream(val_tokens)
         rows.append((name, tokenizer.vocab_size ** order - tokenizer.vocab_size ** (order - 1), nll))
     n_params = sum(p.numel() for p in run.model.parameters())
     rows.append((f"Transformer ({MODEL['block_size']} characters)", n_params, run.final["nll"]))

@@ -55,7 +55,8 @@ class LanguageModel(nn.Module):
         """State for incremental decoding; None: this rung recomputes its window every step."""
         return None
 
-    def num_params(self, non_embedding: bool = False) -> int:
+    def num_params(self) -> int:
+        """Trainable parameters (a tied weight counted once); rungs may count differently and say so."""
         return sum(p.numel() for p in self.parameters())
 
 

@@ -1,24 +1,65 @@
-"""Every model that a checkpoint can hold, by class name: how to rebuild it from its saved config."""
+"""Every rung by name, and every model class a checkpoint can hold.
+
+    build_model("lstm", vocab_size=27, d_hidden=128)     # a rung of the ladder, by its name
+    build_model("TransformerLM", {"vocab_size": 65})     # a checkpoint's model class and saved config
+
+Rung names and their classes:
+    unigram, ngram   NGramLM (counts, order 1 and 3 by default)      models/ngram.py
+    bigram           BigramLM (softmax regression on the last token)  models/bigram.py
+    mlp              MLPLM (Bengio et al. 2003, a fixed window)       models/mlp.py
+    rnn, lstm, gru   RecurrentLM (cells with an explicit state)       models/recurrent.py
+    transformer      TransformerLM                                    models/transformer.py
+"""
 
 from __future__ import annotations
 
 from torch import nn
 
 from redthread.errors import RedthreadError
+from redthread.models.bigram import BigramConfig, BigramLM
+from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.ngram import NGramConfig, NGramLM
+from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import EncoderDecoder, TransformerConfig, TransformerLM
 
 MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "TransformerLM": (TransformerLM, TransformerConfig),
     "EncoderDecoder": (EncoderDecoder, TransformerConfig),
+    "NGramLM": (NGramLM, NGramConfig),
+    "BigramLM": (BigramLM, BigramConfig),
+    "MLPLM": (MLPLM, MLPConfig),
+    "RecurrentLM": (RecurrentLM, RecurrentConfig),
 }
+
+# rung name -> (class name, config fields that define the rung)
+RUNGS: dict[str, tuple[str, dict]] = {
+    "unigram": ("NGramLM", {"order": 1}),
+    "ngram": ("NGramLM", {}),
+    "bigram": ("BigramLM", {}),
+    "mlp": ("MLPLM", {}),
+    "rnn": ("RecurrentLM", {"cell": "rnn"}),
+    "lstm": ("RecurrentLM", {"cell": "lstm"}),
+    "gru": ("RecurrentLM", {"cell": "gru"}),
+    "transformer": ("TransformerLM", {}),
+}
+
 
 
 def register(model_cls: type[nn.Module], config_cls: type) -> None:
     MODELS[model_cls.__name__] = (model_cls, config_cls)
 
 
-def build_model(name: str, config: dict) -> nn.Module:
-    if name not in MODELS:
-        raise RedthreadError(f"unknown model class {name!r}; known: {', '.join(sorted(MODELS))}")
-    model_cls, config_cls = MODELS[name]
-    return model_cls(config_cls.from_dict(config))
+def rung_class(name: str) -> str:
+    """The model class behind a rung name (or a class name itself)."""
+    if name in RUNGS:
+        return RUNGS[name][0]
+    if name in MODELS:
+        return name
+    raise RedthreadError(f"unknown model {name!r}; rungs: {', '.join(RUNGS)}")
+
+
+def build_model(name: str, config: dict | None = None, **fields) -> nn.Module:
+    """A model from a rung name or a class name, with config fields from `config` and keywords."""
+    model_cls, config_cls = MODELS[rung_class(name)]
+    defining = RUNGS[name][1] if name in RUNGS else {}
+    return model_cls(config_cls.from_dict({**(config or {}), **fields, **defining}))

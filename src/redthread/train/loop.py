@@ -197,11 +197,17 @@ def train(
     objective: Callable = token_nll,
     tokenizer: Any = None,
     resume: bool = False,
-    progress: bool = True,
+    progress: Any = True,
     log: Callable[[str], None] | None = None,
     extra: dict | None = None,
 ) -> TrainResult:
-    """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`."""
+    """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
+
+    Count rungs (a `count(x, y)` method and no trainable parameters) have their maximum-likelihood
+    estimate in closed form: they are fitted by counting every training example once instead.
+    """
+    if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
+        return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
@@ -226,7 +232,8 @@ def train(
         metrics_path.write_text("")
 
     autocast = _autocast(device)
-    bar = Progress(cfg.max_iters, step, progress)
+    # progress: True for a bar of its own, or any object with update(step, info) (e.g. the ladder's)
+    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, bool(progress))
     t0 = t_log = time.perf_counter()
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
@@ -291,11 +298,36 @@ def train(
                 log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
         raise
     finally:
-        bar.close()
+        if isinstance(bar, Progress):
+            bar.close()
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:
         checkpoint()  # stopped by the time budget between evaluations
     elapsed = time.perf_counter() - t0
     return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9))
+
+
+def _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra) -> TrainResult:
+    """The closed-form MLE of a count model: one pass over the training split, then validation."""
+    device = resolve_device(cfg.device)
+    model.to(device)
+    run_dir = Path(run_dir) if run_dir is not None else None
+    t0, tokens = time.perf_counter(), 0
+    for x, y in data.eval_batches("train", max(cfg.batch_size, 1024), None):  # every training example once
+        model.count(x.to(device), y.to(device))
+        tokens += int(scored(y))
+    ev = evaluate(model, data, "val", cfg.batch_size, cfg.eval_batches, objective)
+    train_nll = evaluate(model, data, "train", cfg.batch_size, cfg.eval_batches, objective)["nll"]
+    elapsed = time.perf_counter() - t0
+    if log:
+        log(f"counted {tokens:,} training tokens: train nll {train_nll:.4f}, val nll {ev['nll']:.4f} nats/token")
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        metrics_path = run_dir / "metrics.jsonl"
+        metrics_path.write_text("")
+        _write_metrics(metrics_path, {"step": 1, "loss": train_nll, "tokens_per_s": tokens / max(elapsed, 1e-9), "elapsed": elapsed})
+        _write_metrics(metrics_path, {"step": 1, **{f"val_{k}": v for k, v in ev.items() if k != "tokens"}})
+        save_checkpoint(run_dir, model, None, 1, tokenizer, cfg.to_dict(), None, extra)
+    return TrainResult(1, train_nll, ev["nll"], elapsed, tokens / max(elapsed, 1e-9))
 
 
 def _autocast(device: torch.device):

@@ -1,0 +1,390 @@
+"""`redthread ladder`: every rung, the same tokens, the same loop, one table.
+
+The seed's central thread (claims C1-C6, C12): each rung estimates the same conditional
+distribution P(next token | context) by maximum likelihood; they differ in what context they can
+use and how. Here they are trained on one data set under one budget and scored on the same
+held-out tokens:
+
+    unigram, n-gram counts   no context / the last n - 1 tokens, fitted by counting (closed form)
+    bigram                   softmax regression on the last token (the linear rung)
+    mlp                      a fixed window of embeddings (Bengio et al. 2003)
+    rnn, lstm, gru           the whole past, compressed into a state
+    transformer              the whole window, by attention
+
+For synthetic sources whose true distribution is known, the table also shows each rung's excess
+NLL over the Bayes limit: the KL gap, in nats/token, that no amount of data would close for a
+rung whose context or capacity is too small.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from redthread.errors import RedthreadError
+from redthread.models.registry import RUNGS, build_model
+from redthread.train.calibration import Calibration, calibration, plot_reliability
+from redthread.train.checkpoint import atomic_write, atomic_write_text
+from redthread.train.loop import TrainConfig, evaluate, train
+
+ALL_RUNGS = ("unigram", "ngram", "bigram", "mlp", "rnn", "lstm", "gru", "transformer")
+SYNTHETIC = ("markov", "hmm", "recall")
+LABELS = {
+    "unigram": "unigram counts", "bigram": "bigram softmax regression", "mlp": "MLP (fixed window)",
+    "rnn": "RNN (tanh)", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer",
+}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The same for every gradient-trained rung: optimizer steps, or a wall-clock limit per rung."""
+
+    steps: int = 1500
+    minutes: float | None = None  # per rung; stops early when spent
+    batch_size: int = 32
+
+    def __post_init__(self):
+        if not isinstance(self.steps, int) or self.steps < 1:
+            raise RedthreadError(f"the step budget must be a positive integer, got {self.steps!r}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise RedthreadError(f"the time budget must be positive, got {self.minutes!r} minutes")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise RedthreadError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+
+
+@dataclass
+class LadderData:
+    """One data set for every rung: a data source for the loop, plus what the report needs."""
+
+    name: str
+    source: object  # LMData or SequenceData
+    vocab_size: int
+    block_size: int
+    tokenizer: object = None
+    bayes_nll: float | None = None  # the exact best possible val NLL, where the source is known
+    decode: Callable[[list[int]], str] | None = None  # ids -> text for samples
+    prompt: list[int] = field(default_factory=list)
+    stop: int | None = None  # a token that ends a sample (the boundary of line data sets)
+
+
+@dataclass
+class RungResult:
+    rung: str
+    label: str
+    params: int
+    seconds: float
+    steps: int
+    nll: float
+    ppl: float
+    bpc: float | None
+    excess: float | None
+    ece: float
+    samples: list[str]
+    calibration: Calibration
+
+    def row(self) -> dict:
+        return {
+            "rung": self.rung, "model": self.label, "parameters": self.params, "train_seconds": round(self.seconds, 1),
+            "steps": self.steps, "val_nll": round(self.nll, 4), "bits_per_char": None if self.bpc is None else round(self.bpc, 4),
+            "perplexity": round(self.ppl, 3), "excess_over_bayes": None if self.excess is None else round(self.excess, 4),
+            "ece": round(self.ece, 4),
+        }
+
+
+def rung_settings(rung: str, data: LadderData) -> tuple[dict, float]:
+    """Config fields and learning rate of one rung, sized for a laptop CPU and this data set."""
+    V, W = data.vocab_size, data.block_size
+    common = {"vocab_size": V, "block_size": W}
+    if rung in ("unigram", "ngram"):
+        # the longest context (up to 3 tokens) whose dense table stays small: 3-grams of characters, 4-grams of 16 symbols
+        order = 1 if rung == "unigram" else max(o for o in (1, 2, 3, 4) if o == 1 or V**o <= 2**22)
+        return {**common, "order": order, "k": 0.1}, 0.0
+    if rung == "bigram":
+        return common, 3e-2
+    if rung == "mlp":
+        return {**common, "context": min(16, W), "d_embed": 48, "d_hidden": 256}, 3e-3
+    if rung in ("rnn", "lstm", "gru"):
+        return {**common, "n_layer": 1, "d_embed": 64, "d_hidden": 256}, 3e-3 if rung == "rnn" else 5e-3
+    if rung == "transformer":
+        return {**common, "n_layer": 4, "n_head": 4, "d_model": 128, "pos": "rope"}, 2e-3
+    raise RedthreadError(f"unknown rung {rung!r}; rungs: {', '.join(ALL_RUNGS)}")
+
+
+def parse_rungs(text: str | None) -> list[str]:
+    if not text:
+        return list(ALL_RUNGS)
+    rungs = [r.strip() for r in text.split(",") if r.strip()]
+    for r in rungs:
+        if r not in ALL_RUNGS and r not in RUNGS:
+            raise RedthreadError(f"unknown rung {r!r}; rungs: {', '.join(ALL_RUNGS)}")
+    if not rungs:
+        raise RedthreadError("no rungs given")
+    return rungs
+
+
+def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, progress, device: str, seed: int) -> RungResult:
+    fields_, lr = rung_settings(rung, data)
+    torch.manual_seed(seed)
+    model = build_model(rung, **fields_)
+    label = LABELS.get(rung, rung) if rung != "ngram" else f"{fields_['order']}-gram counts"
+    if rung == "unigram":
+        label = "unigram counts"
+    cfg = TrainConfig(
+        max_iters=budget.steps, batch_size=budget.batch_size, lr=lr or 1e-3, min_lr=(lr or 1e-3) / 10,
+        warmup_iters=min(100, budget.steps // 10), eval_interval=max(1, budget.steps), eval_batches=10,
+        log_interval=max(1, min(50, budget.steps // 20)), seed=seed, device=device,
+        max_time=None if budget.minutes is None else budget.minutes * 60,
+    )
+    run_dir = out / "rungs" / rung if out is not None else None
+    result = train(model, data.source, cfg, run_dir=run_dir, tokenizer=data.tokenizer, progress=progress,
+                   extra={"ladder": data.name, "rung": rung})
+    final = evaluate(model, data.source, "val", batch_size=64)  # every validation token once
+    cal = calibration(model, data.source, "val", batch_size=64)
+    excess = None if data.bayes_nll is None else final["nll"] - data.bayes_nll
+    return RungResult(
+        rung=rung, label=label, params=model.num_params(), seconds=result.elapsed, steps=result.step,
+        nll=final["nll"], ppl=final["ppl"], bpc=final.get("bpc"), excess=excess, ece=cal.ece,
+        samples=draw_samples(model, data, seed), calibration=cal,
+    )
+
+
+def draw_samples(model, data: LadderData, seed: int, n: int = 3, length: int = 80) -> list[str]:
+    from redthread.generate.sampler import generate
+
+    if data.decode is None or not data.prompt:
+        return []
+    prompt = torch.tensor([data.prompt])
+    out = generate(model, prompt, length, temperature=1.0, seed=seed, num_samples=n)[:, len(data.prompt):]
+    texts = []
+    for row in out.tolist():
+        if data.stop is not None and data.stop in row:
+            row = row[: row.index(data.stop)]
+        texts.append(data.decode(row))
+    return texts
+
+
+def load_ladder_data(data: str | None, lines: str | None, tokenizer: str = "char", block_size: int = 64,
+                     seed: int = 0) -> LadderData:
+    """--data shakespeare (default) | markov | hmm | recall | PATH (a text file); --lines PATH (one example per line)."""
+    if lines is not None:
+        if data is not None:
+            raise RedthreadError("give either --data or --lines, not both")
+        return load_lines_data(lines, seed)
+    if data in SYNTHETIC:
+        return make_synthetic(data, seed=seed)
+    return load_text(None if data in (None, "shakespeare") else data, tokenizer, block_size)
+
+
+def run_ladder(data: LadderData, rungs: list[str], budget: Budget, out: Path | None = None, device: str = "cpu",
+               seed: int = 1337, progress: bool = True, say=print) -> list[RungResult]:
+    results = []
+    with LadderProgress(len(rungs), budget.steps, enabled=progress) as bar:
+        for rung in rungs:
+            bar.start_rung(rung)
+            results.append(train_rung(rung, data, budget, out, bar, device, seed))
+            r = results[-1]
+            say(f"{r.label}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if r.excess is not None else "")
+                + f" ({r.seconds:.0f} s)")
+    if out is not None:
+        write_report(results, data, budget, out)
+    return results
+
+
+class LadderProgress:
+    """One rich bar across the rungs and one for the current rung's steps; nothing off a terminal."""
+
+    def __init__(self, n_rungs: int, steps: int, enabled: bool):
+        self.bar = None
+        self.steps = steps
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.fields[info]}"), TimeElapsedColumn())
+            self.all = self.bar.add_task("[bold]ladder", total=n_rungs, info="")
+            self.rung = self.bar.add_task("rung", total=steps, info="")
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.update(self.all, completed=self.bar.tasks[self.all].total)
+            self.bar.stop()
+
+    def start_rung(self, rung: str) -> None:
+        if self.bar is not None:
+            done = sum(1 for _ in range(int(self.bar.tasks[self.all].completed)))
+            if self.bar.tasks[self.rung].description != "rung":
+                done += 1
+            self.bar.update(self.all, completed=done, info=rung)
+            self.bar.reset(self.rung, total=self.steps, description=f"  {rung}", info="")
+
+    def update(self, step: int, info: str) -> None:  # called by the training loop
+        if self.bar is not None:
+            self.bar.update(self.rung, completed=step, info=info)
+
+
+def format_table(results: list[RungResult], data: LadderData) -> list[str]:
+    has_bpc = any(r.bpc is not None for r in results)
+    has_excess = any(r.excess is not None for r in results)
+    head = ["model", "parameters", "train s", "val nats/token"] + (["bits/char"] if has_bpc else []) + ["perplexity"]
+    head += (["excess over Bayes"] if has_excess else []) + ["ECE"]
+    rows = []
+    for r in results:
+        row = [r.label, f"{r.params:,}", f"{r.seconds:.1f}", f"{r.nll:.4f}"]
+        row += [f"{r.bpc:.4f}" if r.bpc is not None else ""] if has_bpc else []
+        row += [f"{r.ppl:.2f}"]
+        row += [f"{r.excess:+.4f}"] if has_excess else []
+        row += [f"{r.ece:.4f}"]
+        rows.append(row)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if data.bayes_nll is not None:
+        lines.append("")
+        lines.append(f"Bayes limit (the true distribution) on the same tokens: {data.bayes_nll:.4f} nats/token.")
+    return lines
+
+
+def write_report(results: list[RungResult], data: LadderData, budget: Budget, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [r.row() for r in results]
+    with open(out / "ladder.csv.tmp", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "ladder.csv.tmp").replace(out / "ladder.csv")
+    budget_text = f"{budget.steps} steps of batch {budget.batch_size}" + (
+        f", at most {budget.minutes:g} min per rung" if budget.minutes else "")
+    md = [f"# The ladder on {data.name}", "", f"Budget for every gradient-trained rung: {budget_text}. "
+          "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.", ""]
+    md += format_table(results, data)
+    md += ["", "![validation NLL per rung](ladder.png)", "", "![reliability diagrams](reliability.png)", ""]
+    if any(r.samples for r in results):
+        md += ["## Samples (temperature 1)", ""]
+        for r in results:
+            md += [f"**{r.label}**", "", "```"] + [s.replace("```", "'''") for s in r.samples] + ["```", ""]
+    atomic_write_text(out / "ladder.md", "\n".join(md) + "\n")
+    plot_ladder(results, data, out / "ladder.png")
+    plot_reliability({r.label: r.calibration for r in results}, out / "reliability.png")
+
+
+def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.1 * len(results) + 2.5, 4))
+    labels = [r.label.replace(" ", "\n", 1) for r in results]
+    bars = ax.bar(range(len(results)), [r.nll for r in results], color="#4C72B0")
+    for b, r in zip(bars, results):
+        ax.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{r.nll:.3f}", ha="center", va="bottom", fontsize=8)
+    if data.bayes_nll is not None:
+        ax.axhline(data.bayes_nll, color="r", ls="--", lw=1, label=f"Bayes limit {data.bayes_nll:.3f}")
+        ax.legend(fontsize=8)
+    ax.set_xticks(range(len(results)), labels, fontsize=8)
+    ax.set_ylabel("validation NLL (nats/token)")
+    ax.set_title(f"The ladder on {data.name}: lower is better")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
+
+SYNTHETIC_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def load_lines_data(path: str, seed: int = 0) -> LadderData:
+    """A file of one example per line (e.g. names): each line its own sequence, with start and end."""
+    from redthread.data.sequences import load_lines
+
+    source, tokenizer = load_lines(path, seed=seed)
+    return LadderData(f"{Path(path).name} (one example per line)", source, source.vocab_size, source.block_size,
+                      tokenizer, decode=tokenizer.decode, prompt=[source.boundary], stop=source.boundary)
+
+
+def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: int = 64, seed: int = 0) -> LadderData:
+    """A source whose true conditional distribution is known: the Bayes limit is exact."""
+    from redthread.data.synthetic import HMMSource, MarkovSource, RecallSource
+
+    sources = {
+        "markov": (lambda: MarkovSource(order=3, vocab_size=16, seed=seed), "order-3 Markov chain, 16 symbols"),
+        "hmm": (lambda: HMMSource(n_states=8, vocab_size=16, seed=seed), "hidden Markov model, 8 states, 16 symbols"),
+        "recall": (lambda: RecallSource(distance=32, p=0.9, vocab_size=16), "long-range recall, distance 32, p 0.9, 16 symbols"),
+    }
+    if name not in sources:
+        raise RedthreadError(f"unknown synthetic source {name!r}; sources: {', '.join(sources)}")
+    make, title = sources[name]
+    source = make()
+    data = source.data(n_train, n_val, length, seed=seed)
+    letters = SYNTHETIC_LETTERS[: source.vocab_size]
+    return LadderData(title, data, data.vocab_size, data.block_size, None,
+                      bayes_nll=source.bayes_nll(data.sequences("val")),
+                      decode=lambda ids: "".join(letters[i] for i in ids if i < len(letters)), prompt=[data.boundary])
+
+
+def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 64) -> LadderData:
+    """The default corpus (None) or a UTF-8 text file, as one stream of tokens cut into windows."""
+    from redthread.commands.train import load_data
+
+    source, tokenizer = load_data(path, tokenizer_kind, None)
+    source.block_size = block_size
+    source.check_lengths()
+    name = "Shakespeare's plays (characters)" if path is None else Path(path).name
+    return LadderData(name, source, tokenizer.vocab_size, block_size, tokenizer,
+                      decode=tokenizer.decode, prompt=tokenizer.encode("\n"))
+
+
+REPORT_FILES = ("ladder.csv", "ladder.md", "ladder.png", "reliability.png", "regression.csv", "regression.md", "regression.png")
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse to replace an earlier report unless asked; with --overwrite, clear only what a ladder writes."""
+    import shutil
+
+    if out.exists() and not out.is_dir():
+        raise RedthreadError(f"output path {out} exists and is not a folder")
+    holds = out.is_dir() and (any((out / f).exists() for f in REPORT_FILES) or (out / "rungs").exists())
+    if holds and not overwrite:
+        raise RedthreadError(f"output folder {out} already holds a ladder report: pass --overwrite to replace it")
+    if holds:
+        for f in REPORT_FILES:
+            (out / f).unlink(missing_ok=True)
+        shutil.rmtree(out / "rungs", ignore_errors=True)
+
+
+def ladder_command(args) -> None:
+    import sys
+
+    out = Path(args.out)
+    if args.regression:
+        if args.data or args.lines or args.rungs:
+            raise RedthreadError("--regression runs the regression rungs on its own data: drop --data/--lines/--rungs")
+        check_out(out, args.overwrite)
+        from redthread.commands.regression import run_regression
+
+        run_regression(args.regression, seed=args.seed, out=out)
+        print(f"report: {out / 'regression.md'}")
+        return
+    rungs = parse_rungs(args.rungs)
+    budget = Budget(steps=args.steps if args.steps is not None else (5000 if args.lines else 1500),
+                    minutes=args.minutes, batch_size=args.batch_size)
+    check_out(out, args.overwrite)  # before any work, so a refused run costs nothing
+    data = load_ladder_data(args.data, args.lines, args.tokenizer, seed=0)
+    print(f"the ladder on {data.name}: vocabulary {data.vocab_size}, context {data.block_size}; "
+          f"{len(rungs)} rungs, {budget.steps} steps of batch {budget.batch_size} each")
+    results = run_ladder(data, rungs, budget, out, device=args.device, seed=args.seed,
+                         progress=not args.no_progress and sys.stderr.isatty())
+    print()
+    for line in format_table(results, data):
+        print(line)
+    print(f"\nreport: {out / 'ladder.md'} (+ ladder.csv, ladder.png, reliability.png; a run folder per rung in {out / 'rungs'})")
