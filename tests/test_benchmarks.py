@@ -34,3 +34,11 @@ def test_quality_benchmark_runs_its_protocol_on_any_text(tmp_path):
     text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(400)))
     out = run_script("quality_tinyshakespeare.py", "--data", str(text), "--max-iters", "5", cache=tmp_path)
     assert "nats/char on the full validation split" in out
+
+
+def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("\n".join(["emma", "olivia", "ava", "noah", "liam", "mia", "zoe", "eli"] * 20) + "\n")
+    out = run_script("ladder_names.py", "--quick", "--names", str(names), "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "whole ladder" in out and "Bayes limit" in out
+    assert (tmp_path / "f.json").is_file()

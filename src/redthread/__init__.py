@@ -16,9 +16,15 @@ from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from redthread.models.base import LanguageModel
+from redthread.models.bigram import BigramConfig, BigramLM
+from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.ngram import NGramConfig, NGramLM
+from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.registry import build_model
+from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegressor, NadarayaWatson, SoftmaxRegression
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from redthread.train.calibration import calibration
 from redthread.train.loop import TrainConfig, evaluate
 from redthread.train.objectives import gaussian_nll, token_nll
 
@@ -26,10 +32,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "RedthreadError", "LanguageModel", "build_model",
+    "LinearRegression", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
+    "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
-    "TrainConfig", "evaluate", "token_nll", "gaussian_nll",
+    "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
 ]

@@ -6,7 +6,7 @@ import torch
 
 import redthread as rt
 from redthread.models.bigram import BigramConfig, BigramLM
-from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.train.objectives import IGNORE_INDEX
 
@@ -115,3 +115,13 @@ def test_every_rung_generates_from_the_registry(name):
 def test_build_model_rejects_an_unknown_rung():
     with pytest.raises(rt.RedthreadError, match="unknown model 'lstmm'"):
         rt.build_model("lstmm")
+
+
+def test_ngram_unseen_context_backs_off_to_the_lower_order():
+    tokens = np.array([0, 1, 2, 2, 1, 0, 0, 1, 2])  # context (1, 1) never occurs
+    tri = NGramLM(NGramConfig(vocab_size=3, order=3, k=0.5)).fit_stream(tokens)
+    bi = NGramLM(NGramConfig(vocab_size=3, order=2, k=0.5)).fit_stream(tokens)
+    idx = torch.tensor([[1, 1]])
+    assert torch.allclose(tri(idx)[0, 1], bi(idx)[0, 1])  # P(. | 1 1) = P(. | 1)
+    seen = torch.tensor([[0, 1]])
+    assert not torch.allclose(tri(seen)[0, 1], bi(seen)[0, 1])

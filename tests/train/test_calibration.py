@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from redthread.data.lm import LMData
 from redthread.data.dataset import TokenSplit
+from redthread.data.lm import LMData
 from redthread.train.calibration import calibration, plot_reliability
 
 

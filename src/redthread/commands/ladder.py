@@ -19,11 +19,9 @@ rung whose context or capacity is too small.
 from __future__ import annotations
 
 import csv
-import math
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -72,6 +70,11 @@ class LadderData:
     prompt: list[int] = field(default_factory=list)
     stop: int | None = None  # a token that ends a sample (the boundary of line data sets)
 
+    @property
+    def starts_at_beginning(self) -> bool:
+        """Does every example start at its own beginning (a boundary token), rather than anywhere in a stream?"""
+        return hasattr(self.source, "boundary")
+
 
 @dataclass
 class RungResult:
@@ -97,22 +100,25 @@ class RungResult:
         }
 
 
-def rung_settings(rung: str, data: LadderData) -> tuple[dict, float]:
-    """Config fields and learning rate of one rung, sized for a laptop CPU and this data set."""
+def rung_settings(rung: str, data: LadderData) -> tuple[dict, dict]:
+    """Config fields and training settings (lr, weight decay) of one rung, sized for a laptop CPU."""
     V, W = data.vocab_size, data.block_size
     common = {"vocab_size": V, "block_size": W}
     if rung in ("unigram", "ngram"):
         # the longest context (up to 3 tokens) whose dense table stays small: 3-grams of characters, 4-grams of 16 symbols
         order = 1 if rung == "unigram" else max(o for o in (1, 2, 3, 4) if o == 1 or V**o <= 2**22)
-        return {**common, "order": order, "k": 0.1}, 0.0
-    if rung == "bigram":
-        return common, 3e-2
+        return {**common, "order": order, "k": 0.1}, {}
+    if rung == "bigram":  # no weight decay: it would pull every row of the table towards uniform
+        return common, {"lr": 1e-2, "weight_decay": 0.0}
     if rung == "mlp":
-        return {**common, "context": min(16, W), "d_embed": 48, "d_hidden": 256}, 3e-3
+        return {**common, "context": min(16, W), "d_embed": 48, "d_hidden": 256}, {"lr": 3e-3}
     if rung in ("rnn", "lstm", "gru"):
-        return {**common, "n_layer": 1, "d_embed": 64, "d_hidden": 256}, 3e-3 if rung == "rnn" else 5e-3
+        return {**common, "n_layer": 1, "d_embed": 64, "d_hidden": 256}, {"lr": 3e-3 if rung == "rnn" else 5e-3}
     if rung == "transformer":
-        return {**common, "n_layer": 4, "n_head": 4, "d_model": 128, "pos": "rope"}, 2e-3
+        # windows cut anywhere in a stream: relative (rotary) positions; sequences that start at their
+        # beginning (names, synthetic chains): absolute (learned) positions, measured better on names.txt
+        pos = "learned" if data.starts_at_beginning else "rope"
+        return {**common, "n_layer": 4, "n_head": 4, "d_model": 128, "pos": pos}, {"lr": 2e-3}
     raise RedthreadError(f"unknown rung {rung!r}; rungs: {', '.join(ALL_RUNGS)}")
 
 
@@ -129,14 +135,16 @@ def parse_rungs(text: str | None) -> list[str]:
 
 
 def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, progress, device: str, seed: int) -> RungResult:
-    fields_, lr = rung_settings(rung, data)
+    fields_, settings = rung_settings(rung, data)
+    lr = settings.get("lr", 1e-3)
     torch.manual_seed(seed)
     model = build_model(rung, **fields_)
     label = LABELS.get(rung, rung) if rung != "ngram" else f"{fields_['order']}-gram counts"
     if rung == "unigram":
         label = "unigram counts"
     cfg = TrainConfig(
-        max_iters=budget.steps, batch_size=budget.batch_size, lr=lr or 1e-3, min_lr=(lr or 1e-3) / 10,
+        max_iters=budget.steps, batch_size=budget.batch_size, lr=lr, min_lr=lr / 10,
+        weight_decay=settings.get("weight_decay", 0.1),
         warmup_iters=min(100, budget.steps // 10), eval_interval=max(1, budget.steps), eval_batches=10,
         log_interval=max(1, min(50, budget.steps // 20)), seed=seed, device=device,
         max_time=None if budget.minutes is None else budget.minutes * 60,
@@ -175,7 +183,7 @@ def load_ladder_data(data: str | None, lines: str | None, tokenizer: str = "char
     if lines is not None:
         if data is not None:
             raise RedthreadError("give either --data or --lines, not both")
-        return load_lines_data(lines, seed)
+        return load_lines_data(lines)
     if data in SYNTHETIC:
         return make_synthetic(data, seed=seed)
     return load_text(None if data in (None, "shakespeare") else data, tokenizer, block_size)
@@ -203,7 +211,13 @@ class LadderProgress:
         self.bar = None
         self.steps = steps
         if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn())
@@ -264,8 +278,9 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
     (out / "ladder.csv.tmp").replace(out / "ladder.csv")
     budget_text = f"{budget.steps} steps of batch {budget.batch_size}" + (
         f", at most {budget.minutes:g} min per rung" if budget.minutes else "")
-    md = [f"# The ladder on {data.name}", "", f"Budget for every gradient-trained rung: {budget_text}. "
-          "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.", ""]
+    intro = (f"Budget for every gradient-trained rung: {budget_text}. "
+             "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.")
+    md = [f"# The ladder on {data.name}", "", intro, ""]
     md += format_table(results, data)
     md += ["", "![validation NLL per rung](ladder.png)", "", "![reliability diagrams](reliability.png)", ""]
     if any(r.samples for r in results):
@@ -303,11 +318,11 @@ def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None
 SYNTHETIC_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-def load_lines_data(path: str, seed: int = 0) -> LadderData:
+def load_lines_data(path: str) -> LadderData:
     """A file of one example per line (e.g. names): each line its own sequence, with start and end."""
     from redthread.data.sequences import load_lines
 
-    source, tokenizer = load_lines(path, seed=seed)
+    source, tokenizer = load_lines(path)  # the held-out split of load_lines' fixed seed
     return LadderData(f"{Path(path).name} (one example per line)", source, source.vocab_size, source.block_size,
                       tokenizer, decode=tokenizer.decode, prompt=[source.boundary], stop=source.boundary)
 

@@ -19,7 +19,6 @@ its character tokenizer. Legend: B batch, T block_size, N examples in a split.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -133,7 +132,7 @@ class SequenceData:
 
 
 def load_lines(
-    path: str | Path, seed: int = 0, test_fraction: float = 0.1, max_test: int = 1000
+    path: str | Path, seed: int = 3407, test_fraction: float = 0.1, max_test: int = 1000
 ) -> tuple[SequenceData, CharTokenizer]:
     """A text file of one example per line -> (SequenceData with end_token=True, its tokenizer).
 
@@ -141,7 +140,7 @@ def load_lines(
     the file are ignored, a blank line before the last example is an error. The vocabulary is
     the file's distinct characters in code-point order, after the boundary at id 0, which
     decodes as '.' (makemore's convention) unless '.' occurs in the data, then as '\\n' (never
-    in a line). The lines are shuffled with `random.Random(seed)` and the first
+    in a line). The lines are shuffled by `torch.randperm` seeded with `seed` and the first
     min(max_test, round(test_fraction * n)) become the val split. Each line counts its
     characters plus its newline for bits per character, so a character model has 1 token/char.
     """
@@ -175,7 +174,8 @@ def load_lines(
     chars = sorted(set("".join(lines)))
     boundary_char = next(c for c in BOUNDARY_CHARS if c not in chars)
     tokenizer = CharTokenizer(boundary_char + "".join(chars))  # boundary at id 0
-    random.Random(seed).shuffle(lines)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    lines = [lines[i] for i in order]  # with seed 3407, makemore's own split of names.txt
     val, train = lines[:n_test], lines[n_test:]
     lengths = np.array([len(line) for line in train + val])
     ids = tokenizer.encode_array("".join(train + val)).astype(np.int64)

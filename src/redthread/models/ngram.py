@@ -5,7 +5,9 @@ conditional distribution over a finite context is a table of relative frequencie
 P(b | a) = count(a b) / count(a). Unseen pairs would get probability zero (infinite NLL on new
 text), so add-k (Lidstone) smoothing adds k to every count:
 P(b | a) = (count(a b) + k) / (count(a) + k V). With n = 1 this is the unigram model, which
-ignores context entirely; n = 2 is the bigram.
+ignores context entirely; n = 2 is the bigram. A context that never occurred in training has
+nothing to smooth, so it backs off to the next lower order (its last n - 2 tokens) rather than
+to the uniform distribution.
 
 `NGramLM` keeps one table per order 1..n. A position with fewer than n - 1 tokens before it
 (the start of a window or of a sequence) uses the highest order its context allows, so the
@@ -104,10 +106,19 @@ class NGramLM(LanguageModel):
     # -- prediction ---------------------------------------------------------------------------------
 
     def log_probs(self, j: int) -> Tensor:
-        """(V^(j-1), V) smoothed log P(next | context of j - 1 tokens)."""
+        """(V^(j-1), V) smoothed log P(next | context of j - 1 tokens).
+
+        A context never seen in training has no counts to smooth: add-k would make it uniform.
+        It backs off instead to the order below, i.e. to its last j - 2 tokens."""
         if j not in self._log_probs:
-            smoothed = self.counts(j) + self.cfg.k
-            self._log_probs[j] = (smoothed.log() - smoothed.sum(1, keepdim=True).log()).float()
+            counts = self.counts(j)
+            smoothed = counts + self.cfg.k
+            lp = smoothed.log() - smoothed.sum(1, keepdim=True).log()
+            if j > 1:
+                unseen = (counts.sum(1) == 0).nonzero().squeeze(1)  # contexts with no counts
+                suffix = unseen % self.cfg.vocab_size ** (j - 2)  # drop the oldest token
+                lp[unseen] = self.log_probs(j - 1).double()[suffix]
+            self._log_probs[j] = lp.float()
         return self._log_probs[j]
 
     def forward(self, idx: Tensor, cache=None) -> Tensor:

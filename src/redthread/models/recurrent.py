@@ -23,7 +23,7 @@ G gates per cell, V vocab.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from redthread.errors import RedthreadError
 from redthread.models.base import LanguageModel
-
+from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 
 State = tuple[Tensor, ...]  # a cell's state: (h,) for RNN and GRU, (h, c) for LSTM; each (B, H)
 
@@ -137,7 +137,7 @@ CELLS: dict[str, type[RecurrentCell]] = {"rnn": RNNCell, "lstm": LSTMCell, "gru"
 
 
 @dataclass(frozen=True)
-class RecurrentConfig:
+class RecurrentConfig(ConfigMixin):
     vocab_size: int = 65
     block_size: int = 64  # the training window, and the window `generate` keeps
     cell: str = "lstm"  # "rnn" (Elman, tanh), "lstm" or "gru"
@@ -147,25 +147,10 @@ class RecurrentConfig:
     dropout: float = 0.0  # on the embeddings and on each layer's output (Zaremba et al. 2014)
 
     def __post_init__(self):
-        for name in ("vocab_size", "block_size", "n_layer", "d_embed", "d_hidden"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_ints(self, "vocab_size", "block_size", "n_layer", "d_embed", "d_hidden")
         if self.cell not in CELLS:
             raise RedthreadError(f"cell must be one of {', '.join(CELLS)}; got {self.cell!r}")
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
-            raise RedthreadError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> RecurrentConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise RedthreadError(f"unknown RecurrentConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
+        check_dropout(self.dropout)
 
 
 @dataclass

@@ -17,10 +17,14 @@ from torch import nn
 
 from redthread.errors import RedthreadError
 from redthread.models.bigram import BigramConfig, BigramLM
-from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
-from redthread.models.transformer import EncoderDecoder, TransformerConfig, TransformerLM
+from redthread.models.transformer import (
+    EncoderDecoder,
+    TransformerConfig,
+    TransformerLM,
+)
 
 MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "TransformerLM": (TransformerLM, TransformerConfig),

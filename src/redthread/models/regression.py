@@ -159,7 +159,10 @@ class LinearRegression:
         self.rank_ = int(sol.rank)
 
     def _fit_gd(self, X: Tensor, y: Tensor, max_iters: int, lr: float, batch_size: int | None, seed: int) -> None:
-        from redthread.train.loop import TrainConfig, train  # the one loop; imported here: it sits above models
+        from redthread.train.loop import (  # the one loop; imported here: it sits above models
+            TrainConfig,
+            train,
+        )
 
         _check_positive_int("max_iters", max_iters)
         # standardise, so one learning rate suits every feature; the fit is mapped back exactly below

@@ -28,7 +28,6 @@ from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
 from redthread.models.base import LanguageModel
 
-
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
 
 

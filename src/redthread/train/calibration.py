@@ -12,6 +12,7 @@ diagonal; the expected calibration error (ECE) is the count-weighted mean gap:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def plot_reliability(results: dict[str, Calibration], path: str | Path) -> None:
         r = results[name]
         n_bins = len(r.counts)
         centers = [(i + 0.5) / n_bins for i in range(n_bins)]
-        ax.bar(centers, [0 if a != a else a for a in r.accuracy], width=1 / n_bins, edgecolor="k", lw=0.4,
+        ax.bar(centers, [0.0 if math.isnan(a) else a for a in r.accuracy], width=1 / n_bins, edgecolor="k", lw=0.4,
                alpha=0.8, label="accuracy")
         ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
         ax.set_title(f"{name}  (ECE {r.ece:.3f})", fontsize=9)

@@ -1,0 +1,83 @@
+"""`redthread ladder` end to end on a tiny budget, its report, and its bad inputs."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from redthread.commands.ladder import Budget, make_synthetic, run_ladder
+from tests.test_cli import assert_one_line_error, cli
+
+NAMES = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "charlotte", "amelia", "harper", "evelyn",
+         "abigail", "emily", "ella", "elizabeth", "camila", "luna", "sofia", "avery", "mila", "aria"] * 3
+TINY = ["--steps", "3", "--batch-size", "4", "--no-progress"]
+
+
+@pytest.fixture
+def names(tmp_path):
+    path = tmp_path / "names.txt"
+    path.write_text("\n".join(NAMES) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ladder_runs_every_rung_and_writes_its_report(names, tmp_path):
+    out = tmp_path / "report"
+    code, stdout, err = cli("ladder", "--lines", names, "--out", out, *TINY)
+    assert code == 0, err
+    rows = list(csv.DictReader((out / "ladder.csv").read_text().splitlines()))
+    assert [r["rung"] for r in rows] == ["unigram", "ngram", "bigram", "mlp", "rnn", "lstm", "gru", "transformer"]
+    for r in rows:
+        assert math.isfinite(float(r["val_nll"])) and 0 <= float(r["ece"]) <= 1 and int(r["parameters"]) > 0
+    for f in ("ladder.md", "ladder.png", "reliability.png"):
+        assert (out / f).stat().st_size > 500
+    assert (out / "rungs" / "lstm" / "checkpoint.safetensors").is_file()
+    assert "Transformer" in stdout and "| model |" in stdout
+    # every rung's run folder works with `redthread sample`
+    code, stdout, err = cli("sample", "--checkpoint", out / "rungs" / "gru", "--max-new-tokens", "5", "--seed", "0",
+                            "--prompt", "em")
+    assert code == 0, err
+
+
+def test_ladder_refuses_to_overwrite_a_report(names, tmp_path):
+    out = tmp_path / "report"
+    assert cli("ladder", "--lines", names, "--out", out, "--rungs", "unigram", *TINY)[0] == 0
+    before = (out / "ladder.csv").read_bytes()
+    code, _, err = cli("ladder", "--lines", names, "--out", out, "--rungs", "bigram", *TINY)
+    assert_one_line_error(code, err, "already holds a ladder report", "--overwrite")
+    assert (out / "ladder.csv").read_bytes() == before
+    assert cli("ladder", "--lines", names, "--out", out, "--rungs", "bigram", "--overwrite", *TINY)[0] == 0
+    assert [r["rung"] for r in csv.DictReader((out / "ladder.csv").read_text().splitlines())] == ["bigram"]
+
+
+def test_ladder_on_a_synthetic_source_reports_the_excess_over_the_bayes_limit():
+    data = make_synthetic("markov", n_train=4000, n_val=40, length=32)
+    results = run_ladder(data, ["unigram", "ngram"], Budget(steps=1, batch_size=8), progress=False, say=lambda s: None)
+    for r in results:
+        assert r.excess == pytest.approx(r.nll - data.bayes_nll)
+        assert r.excess > -0.05  # no model beats the true distribution (up to sampling noise on 1,280 tokens)
+    assert results[1].nll < results[0].nll  # context helps on a Markov chain
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--rungs", "lstm,transformr"], ["unknown rung 'transformr'"]),
+    (["--steps", "0"], ["step budget", "got 0"]),
+    (["--minutes", "0"], ["time budget"]),
+    (["--data", "markov", "--lines", "x.txt"], ["either --data or --lines"]),
+])
+def test_ladder_bad_arguments_get_one_line_errors(args, needles, tmp_path):
+    code, _, err = cli("ladder", "--out", tmp_path / "r", "--no-progress", *args)
+    assert_one_line_error(code, err, *needles)
+
+
+def test_ladder_bad_line_data_sets_get_one_line_errors(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    code, _, err = cli("ladder", "--lines", empty, "--out", tmp_path / "r", *TINY)
+    assert_one_line_error(code, err, "empty")
+    holes = tmp_path / "holes.txt"
+    holes.write_text("anna\nbob\n\ncarl\n" * 5, encoding="utf-8")
+    code, _, err = cli("ladder", "--lines", holes, "--out", tmp_path / "r", *TINY)
+    assert_one_line_error(code, err, "line 3")
+    assert not (tmp_path / "r").exists()  # nothing written for a refused run
