@@ -332,7 +332,8 @@ def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: in
     from redthread.data.synthetic import HMMSource, MarkovSource, RecallSource
 
     sources = {
-        "markov": (lambda: MarkovSource(order=3, vocab_size=16, seed=seed), "order-3 Markov chain, 16 symbols"),
+        "markov": (lambda: MarkovSource(order=3, vocab_size=16, concentration=2.0, hierarchy=10.0, seed=seed),
+                   "order-3 Markov chain, 16 symbols"),
         "hmm": (lambda: HMMSource(n_states=8, vocab_size=16, seed=seed), "hidden Markov model, 8 states, 16 symbols"),
         "recall": (lambda: RecallSource(distance=32, p=0.9, vocab_size=16), "long-range recall, distance 32, p 0.9, 16 symbols"),
     }

@@ -36,7 +36,7 @@ from redthread.data.sequences import SequenceData
 from redthread.errors import RedthreadError
 
 MAX_TABLE_ENTRIES = 1 << 24  # a Markov table of V**(order+1) float64 entries: 128 MiB at most
-STATIONARY_TOL = 1e-14  # L1 change between power-iteration steps at which the stationary distribution is taken
+STATIONARY_TOL = 1e-11  # L1 change between power-iteration steps at which the stationary distribution is taken
 STATIONARY_MAX_ITERS = 100_000
 
 
@@ -85,12 +85,20 @@ class SyntheticSource(ABC):
 class MarkovSource(SyntheticSource):
     """An order-k Markov chain: P(s_t | s_<t) = transition[state(s_{t-k} .. s_{t-1}), s_t].
 
-    A state is a k-gram read as a base-V number, oldest token most significant; each row of
-    the (V**k, V) transition table is drawn from Dirichlet(concentration), so a concentration
-    below 1 gives peaked rows: clearly learnable, never deterministic.
+    A state is a k-gram read as a base-V number, oldest token most significant. With
+    `hierarchy=None` each row of the (V**k, V) transition table is drawn independently from
+    Dirichlet(concentration): a concentration below 1 gives peaked rows, never deterministic.
+    Then, though, the shorter contexts say almost nothing (P(s_t | s_{t-1}) averages V**(k-1)
+    unrelated rows to nearly the stationary distribution), so a learner gets no signal until it
+    has the whole k-gram, a parity-like plateau for gradient descent. With `hierarchy=beta`
+    the table is built the way language is usually modelled (a hierarchical Dirichlet, as in
+    Teh 2006): P(. ) ~ Dir(concentration), then each context of j tokens draws its row from
+    Dir(beta * the row of its last j - 1 tokens), for j = 1 .. k. Every order then adds
+    information, and the chain is still exactly order k.
     """
 
-    def __init__(self, order: int = 3, vocab_size: int = 16, concentration: float = 0.3, seed: int = 0):
+    def __init__(self, order: int = 3, vocab_size: int = 16, concentration: float = 0.3, seed: int = 0,
+                 hierarchy: float | None = None):
         _check_positive(order=order, vocab_size=vocab_size)
         if vocab_size < 2 or not concentration > 0:
             raise RedthreadError(f"need vocab_size >= 2 and concentration > 0, got {vocab_size} and {concentration}")
@@ -99,7 +107,18 @@ class MarkovSource(SyntheticSource):
         self.order, self.vocab_size, self.concentration = order, vocab_size, concentration
         self.n_states = vocab_size**order
         rng = np.random.default_rng(seed)
-        self.transition = rng.dirichlet(np.full(vocab_size, concentration), size=self.n_states)  # (S, V)
+        self.hierarchy = hierarchy
+        if hierarchy is None:
+            self.transition = rng.dirichlet(np.full(vocab_size, concentration), size=self.n_states)  # (S, V)
+        else:
+            if not hierarchy > 0:
+                raise RedthreadError(f"hierarchy must be > 0, got {hierarchy!r}")
+            table = rng.dirichlet(np.full(vocab_size, concentration))[None]  # (1, V): no context
+            for j in range(1, order + 1):
+                parent = np.tile(table, (vocab_size, 1))  # (V**j, V): context c refines row c % V**(j-1)
+                g = rng.gamma(np.maximum(hierarchy * parent, 1e-6))  # Dirichlet(beta * parent), row by row
+                table = g / np.maximum(g.sum(1, keepdims=True), np.finfo(np.float64).tiny)
+            self.transition = 0.999 * table + 0.001 / vocab_size  # every k-gram reachable: the chain mixes
         self.transition = np.maximum(self.transition, np.finfo(np.float64).tiny)  # a log never meets an exact zero
         self.transition /= self.transition.sum(1, keepdims=True)
         self.stationary = self._stationary()  # (S,)
