@@ -193,8 +193,8 @@ def run_ladder(data: LadderData, rungs: list[str], budget: Budget, out: Path | N
                seed: int = 1337, progress: bool = True, say=print) -> list[RungResult]:
     results = []
     with LadderProgress(len(rungs), budget.steps, enabled=progress) as bar:
-        for rung in rungs:
-            bar.start_rung(rung)
+        for i, rung in enumerate(rungs):
+            bar.start_rung(i, rung)
             results.append(train_rung(rung, data, budget, out, bar, device, seed))
             r = results[-1]
             say(f"{r.label}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if r.excess is not None else "")
@@ -234,12 +234,9 @@ class LadderProgress:
             self.bar.update(self.all, completed=self.bar.tasks[self.all].total)
             self.bar.stop()
 
-    def start_rung(self, rung: str) -> None:
+    def start_rung(self, index: int, rung: str) -> None:
         if self.bar is not None:
-            done = sum(1 for _ in range(int(self.bar.tasks[self.all].completed)))
-            if self.bar.tasks[self.rung].description != "rung":
-                done += 1
-            self.bar.update(self.all, completed=done, info=rung)
+            self.bar.update(self.all, completed=index, info=rung)  # rungs before this one are done
             self.bar.reset(self.rung, total=self.steps, description=f"  {rung}", info="")
 
     def update(self, step: int, info: str) -> None:  # called by the training loop
