@@ -140,8 +140,6 @@ def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, pr
     torch.manual_seed(seed)
     model = build_model(rung, **fields_)
     label = LABELS.get(rung, rung) if rung != "ngram" else f"{fields_['order']}-gram counts"
-    if rung == "unigram":
-        label = "unigram counts"
     cfg = TrainConfig(
         max_iters=budget.steps, batch_size=budget.batch_size, lr=lr, min_lr=lr / 10,
         weight_decay=settings.get("weight_decay", 0.1),

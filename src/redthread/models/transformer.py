@@ -17,7 +17,7 @@ Shape legend: B batch, T target length, S source length, C d_model, V vocab.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 from torch import Tensor, nn
 
@@ -27,12 +27,13 @@ from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
 from redthread.models.base import LanguageModel
+from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(ConfigMixin):
     vocab_size: int = 65
     block_size: int = 256  # the context window: the most positions the model sees at once
     n_layer: int = 4
@@ -49,16 +50,12 @@ class TransformerConfig:
     src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
 
     def __post_init__(self):
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")
         if self.d_model % self.n_head != 0:
             raise RedthreadError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
             raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
-            raise RedthreadError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        check_dropout(self.dropout)
         for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
             if getattr(self, name) not in allowed:
                 raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
@@ -70,17 +67,6 @@ class TransformerConfig:
     @property
     def ffn_size(self) -> int:
         return self.d_ff or 4 * self.d_model
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TransformerConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise RedthreadError(f"unknown TransformerConfig field(s): {', '.join(unknown)}")
-        return cls(**d)
 
 
 def block_kwargs(cfg: TransformerConfig) -> dict:
