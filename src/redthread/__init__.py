@@ -27,6 +27,7 @@ from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_ch
 from redthread.train.calibration import calibration
 from redthread.train.loop import TrainConfig, evaluate
 from redthread.train.objectives import gaussian_nll, token_nll
+from redthread.viz.record import AttentionMaps, record_attention
 
 __version__ = "0.1.0"
 
@@ -40,4 +41,5 @@ __all__ = [
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
+    "record_attention", "AttentionMaps",
 ]

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from redthread.errors import RedthreadError
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import RotaryEmbedding
+from redthread.viz.record import active_recorder
 
 
 def scaled_dot_product_attention(
@@ -135,6 +136,9 @@ class MultiHeadAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self._qkv(x, context, cache)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
         S = k.size(2)
+        recorder = active_recorder()  # inside rt.record_attention: the weights are wanted
+        record = recorder is not None and recorder.wants(self)
+        need_weights = need_weights or record
         causal = self.causal and context is None and T > 1  # a single new query may see every cached key
         if causal and (mask is not None or T != S or need_weights):
             cm = causal_mask(T, S, x.device)  # (T, S); also covers a chunk after a cached prefix
@@ -149,5 +153,7 @@ class MultiHeadAttention(nn.Module):
                 q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal, scale=self.scale
             )  # (B, H, T, D)
             att = None
+        if record:
+            recorder.add(self, att)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, C)
         return self.out_proj(y), att
