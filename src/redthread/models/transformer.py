@@ -48,6 +48,9 @@ class TransformerConfig(ConfigMixin):
     tie_weights: bool = True  # lm_head shares the token embedding matrix (Press & Wolf 2017)
     scale_attention: bool = True  # divide scores by sqrt(d_head) (claim C7); False only for experiments
     src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
+    norm_eps: float = 1e-5  # every LayerNorm's epsilon (BERT: 1e-12)
+    embed_norm: bool = False  # a LayerNorm on the embeddings, before dropout (BERT)
+    type_vocab_size: int = 0  # > 0: token-type (segment) embeddings added to the input (BERT)
 
     def __post_init__(self):
         check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")
@@ -56,6 +59,12 @@ class TransformerConfig(ConfigMixin):
         if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
             raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
         check_dropout(self.dropout)
+        if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
+            raise RedthreadError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        if not isinstance(self.embed_norm, bool):
+            raise RedthreadError(f"embed_norm must be true or false, got {self.embed_norm!r}")
+        if not isinstance(self.type_vocab_size, int) or isinstance(self.type_vocab_size, bool) or self.type_vocab_size < 0:
+            raise RedthreadError(f"type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}")
         for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
             if getattr(self, name) not in allowed:
                 raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
@@ -80,6 +89,7 @@ def block_kwargs(cfg: TransformerConfig) -> dict:
         activation=cfg.activation,
         scale=None if cfg.scale_attention else 1.0,
         rotary_len=cfg.block_size if cfg.pos == "rope" else None,
+        norm_eps=cfg.norm_eps,
     )
 
 
@@ -92,6 +102,9 @@ class Embedding(nn.Module):
     at GPT-2's scale, 0.02. With pre-norm the stream's scale decides how much the first blocks'
     small outputs can change it, and the small scale trains much faster: on tiny-Shakespeare,
     config (a), 2000 steps, unit scale ends ~0.1-0.3 nats/char worse (docs/benchmarks.md).
+
+    BERT adds two pieces, both off by default: token-type (segment) embeddings
+    (`type_vocab_size` > 0) and a LayerNorm over the sum (`embed_norm`).
     """
 
     def __init__(self, vocab_size: int, cfg: TransformerConfig):
@@ -99,16 +112,25 @@ class Embedding(nn.Module):
         self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
         self.pos_emb = POSITIONAL[cfg.pos](cfg.block_size, cfg.d_model)
         self.pos_scale = EMB_STD if cfg.pos == "sinusoidal" else 1.0  # learned positions start at EMB_STD already
+        self.type_emb = nn.Embedding(cfg.type_vocab_size, cfg.d_model) if cfg.type_vocab_size else None
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias) if cfg.embed_norm else None
         self.drop = nn.Dropout(cfg.dropout)
         self.block_size = cfg.block_size
 
-    def forward(self, idx: Tensor, start: int = 0) -> Tensor:
+    def forward(self, idx: Tensor, start: int = 0, token_types: Tensor | None = None) -> Tensor:
+        """idx (B, T) -> (B, T, C); token_types (B, T), default all 0, when the model has type embeddings."""
         T = idx.size(1)
         if start + T > self.block_size:
             raise RedthreadError(f"sequence of {start + T} tokens is longer than the context window ({self.block_size})")
         x = self.tok_emb(idx)  # (B, T, C)
         pos = self.pos_emb(start, T)  # (T, C) or None
-        return self.drop(x if pos is None else x + self.pos_scale * pos)
+        if pos is not None:
+            x = x + self.pos_scale * pos
+        if self.type_emb is not None:
+            x = x + (self.type_emb.weight[0] if token_types is None else self.type_emb(token_types))
+        elif token_types is not None:
+            raise RedthreadError("this model has no token-type embeddings (type_vocab_size=0): pass no token_types")
+        return self.drop(x if self.norm is None else self.norm(x))
 
 
 def init_weights(model: nn.Module, n_layer: int) -> None:
@@ -136,7 +158,7 @@ class TransformerLM(LanguageModel):
         self.cfg = cfg
         self.embed = Embedding(cfg.vocab_size, cfg)
         self.blocks = nn.ModuleList(DecoderBlock(**block_kwargs(cfg), cross=cross) for _ in range(cfg.n_layer))
-        self.norm_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
+        self.norm_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         init_weights(self, cfg.n_layer)
         if cfg.tie_weights:
@@ -201,12 +223,13 @@ class Encoder(nn.Module):
         self.cfg = cfg
         self.embed = Embedding(vocab_size or cfg.vocab_size, cfg)
         self.blocks = nn.ModuleList(EncoderBlock(**block_kwargs(cfg)) for _ in range(cfg.n_layer))
-        self.norm_f = nn.LayerNorm(cfg.d_model, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
+        self.norm_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
         init_weights(self, cfg.n_layer)
 
-    def forward(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+    def forward(self, src: Tensor, src_mask: Tensor | None = None, token_types: Tensor | None = None) -> Tensor:
+        """token_types (B, S): segment ids, for a model with type_vocab_size > 0 (BERT); default all 0."""
         mask = None if src_mask is None else src_mask[:, None, None, :]  # (B, 1, 1, S): keys to attend to
-        x = self.embed(src)  # (B, S, C)
+        x = self.embed(src, token_types=token_types)  # (B, S, C)
         for block in self.blocks:
             x = block(x, mask=mask)
         return self.norm_f(x)

@@ -77,7 +77,7 @@ def plot_reliability(results: dict[str, Calibration], path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from redthread.train.checkpoint import atomic_write
+    from redthread.files import atomic_write
 
     names = list(results)
     cols = min(4, len(names))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ from safetensors.torch import save_file
 from torch import nn
 
 from redthread.errors import RedthreadError
-from redthread.models.registry import MODELS, build_model
+from redthread.files import atomic_write, atomic_write_text
+from redthread.models.registry import MODELS, build_model, load_weights
 
 FORMAT = "redthread-checkpoint/1"
 FILENAME = "checkpoint.safetensors"
@@ -52,25 +52,6 @@ def checkpoint_path(path: str | os.PathLike) -> Path:
     """A run folder or a checkpoint file -> the checkpoint file."""
     path = Path(path)
     return path / FILENAME if path.is_dir() or not path.suffix else path
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call write(tmp_path), then rename tmp_path onto path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def _model_tensors(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
@@ -209,22 +190,6 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         rng={k[len("rng.") :]: t for k, t in tensors.items() if k.startswith("rng.")},
         extra=json.loads(meta.get("extra", "{}")),
     )
-
-
-def load_weights(model: nn.Module, state: dict[str, torch.Tensor], source: str = "checkpoint") -> None:
-    """Load a state dict, turning any mismatch into one line that names the first bad tensor."""
-    own = model.state_dict()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    if missing or unexpected:
-        what = f"missing {missing[0]}" if missing else f"unexpected {unexpected[0]}"
-        raise RedthreadError(f"{source} does not fit the model: {what} ({len(missing)} missing, {len(unexpected)} unexpected)")
-    for name, t in state.items():
-        if own[name].shape != t.shape:
-            raise RedthreadError(
-                f"{source} does not fit the model: {name} has shape {tuple(t.shape)}, the model expects {tuple(own[name].shape)}"
-            )
-    model.load_state_dict(state)
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None, map_location="cpu") -> nn.Module:

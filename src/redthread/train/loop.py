@@ -30,7 +30,8 @@ import torch
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
-from redthread.train.checkpoint import FILENAME, atomic_write, atomic_write_text, read_checkpoint, save_checkpoint
+from redthread.files import atomic_write, atomic_write_text
+from redthread.train.checkpoint import FILENAME, read_checkpoint, save_checkpoint
 from redthread.models.base import model_device
 from redthread.train.objectives import perplexity, scored, token_nll
 

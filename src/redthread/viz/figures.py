@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from redthread.errors import RedthreadError
-from redthread.train.checkpoint import atomic_write
+from redthread.files import atomic_write
 
 FORMATS = (".png", ".svg", ".pdf")
 CMAP = "Blues"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import torch
@@ -30,14 +29,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
+from redthread.layers.attention import RECORDER, MultiHeadAttention
 
 KINDS = ("encoder", "decoder", "cross")
-# the recording open now in this thread or task, if any (a web server may record in several at once)
-_ACTIVE: ContextVar[Recorder | None] = ContextVar("redthread_attention_recorder", default=None)
-
-
-def active_recorder() -> Recorder | None:
-    return _ACTIVE.get()
 
 
 @dataclass
@@ -68,8 +62,6 @@ class AttentionMaps:
 
 def attention_modules(model: nn.Module) -> dict[int, tuple[str, int]]:
     """id(module) -> (kind, layer) for every `MultiHeadAttention` in the model, layers counted per kind."""
-    from redthread.layers.attention import MultiHeadAttention
-
     names: dict[int, tuple[str, int]] = {}
     counts = dict.fromkeys(KINDS, 0)
     for name, module in model.named_modules():
@@ -121,12 +113,12 @@ def record_attention(model: nn.Module) -> Iterator[AttentionMaps]:
             model(idx)
         maps.decoder[0]  # (B, H, T, T), layer 0's causal self-attention
     """
-    if _ACTIVE.get() is not None:
+    if RECORDER.get() is not None:
         raise RedthreadError("an attention recording is already open; recordings do not nest")
     recorder = Recorder(model)
-    token = _ACTIVE.set(recorder)
+    token = RECORDER.set(recorder)
     try:
         yield recorder.maps
     finally:
-        _ACTIVE.reset(token)
+        RECORDER.reset(token)
         recorder.finish()

@@ -1,0 +1,94 @@
+"""`redthread attention`: the offline explorer page for one text, static figures, and which heads
+send a pronoun to which word (the source's example: in "The animal didn't cross the street
+because it was too tired", 'it' should attend to 'animal').
+
+    redthread attention --checkpoint runs/demo --text "To be, or not to be" --out page.html
+    redthread attention --pretrained minilm --text "The animal didn't cross the street because it was too tired."
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from redthread.errors import RedthreadError
+from redthread.files import atomic_write_text
+from redthread.serve.probe import (
+    PRONOUNS,
+    heads_report,
+    load_probe,
+    rank_heads,
+    word_spans,
+)
+
+
+def _fresh(path: Path, overwrite: bool) -> Path:
+    if path.exists() and not overwrite:
+        raise RedthreadError(f"{path} already exists; pass --overwrite to replace it")
+    if path.exists() and path.is_dir():
+        raise RedthreadError(f"{path} is a folder, not a file")
+    return path
+
+
+def read_text(text: str | None, text_file: str | None) -> str:
+    if (text is None) == (text_file is None):
+        raise RedthreadError("give the text with --text or --text-file (one of them)")
+    if text_file is not None:
+        path = Path(text_file)
+        if not path.is_file():
+            raise RedthreadError(f"text file not found: {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise RedthreadError(f"text file {path} is not valid UTF-8 (byte {e.start})") from None
+    if not text.strip():
+        raise RedthreadError("the text is empty")
+    return text
+
+
+def attention_command(args, log=print) -> None:
+    from redthread.viz.explorer import write_explorer
+    from redthread.viz.figures import check_figure_path, plot_grid, plot_head
+
+    text = read_text(args.text, args.text_file)
+    out = _fresh(Path(args.out), args.overwrite)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise RedthreadError(f"--out {out}: the explorer is an HTML page; give a name ending in .html")
+    figure = None if args.figure is None else _fresh(check_figure_path(args.figure), args.overwrite)
+    if (args.layer is None) != (args.head is None):
+        raise RedthreadError("give --layer and --head together (one head's heatmap), or neither (the grid)")
+    source = args.source
+    words = {w.lower() for w, _, _ in word_spans(text)}
+    if source is None and args.targets is None:
+        source = next((w for w in PRONOUNS if w in words), None)  # the example: a pronoun, if there is one
+    report = None
+    if source is not None or args.targets is not None:
+        report = _fresh(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
+
+    probe = load_probe(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
+    payload = probe.attention_payload(text)
+    if report is not None:  # computed before anything is written, so a bad word name writes nothing
+        targets = None if args.targets is None else [t.strip() for t in args.targets.split(",") if t.strip()]
+        md = heads_report(rank_heads(probe, text, source, targets))
+    tab = payload["tabs"][0]
+    L, H = len(tab["weights"]), len(tab["weights"][0])
+    if args.layer is not None and not (0 <= args.layer < L and 0 <= args.head < H):
+        raise RedthreadError(f"--layer/--head out of range: the model has {L} layers and {H} heads (from 0)")
+    if payload["notice"]:
+        log(f"notice: {payload['notice']}")
+    write_explorer(payload, out)
+    log(f"explorer: {out} ({probe.description})")
+    if figure is not None:
+        att = torch.tensor(tab["weights"])  # (L, H, T, S)
+        if args.layer is None:
+            plot_grid(att, tab["queries"], tab["keys"], figure, title=probe.description)
+        else:
+            title = f"layer {args.layer}, head {args.head}"
+            plot_head(att[args.layer, args.head], tab["queries"], tab["keys"], figure, title=title)
+        log(f"figure: {figure}")
+    if report is not None:
+        atomic_write_text(report, md)
+        log("")
+        log(md.rstrip())
+        log(f"\nreport: {report}")

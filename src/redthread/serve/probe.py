@@ -1,0 +1,321 @@
+"""Looking inside a model: load it, read text into labelled tokens, record its attention, and
+show its next-token distribution P(token | context) before and after the sampling processors.
+
+The explorer page (`redthread attention`) and the web app (`redthread serve`) both stand on this:
+
+    probe = load_probe(checkpoint="runs/demo")           # or load_probe(pretrained="minilm")
+    payload = probe.attention_payload("To be, or not")   # the explorer's data: every layer x head
+    dist = probe.next_token("To be, or not", top_p=0.9)  # candidates, probabilities, where the cut falls
+
+Kinds of model: "lm" (a decoder-only language model: a redthread TransformerLM run, or a
+GPT-2-family folder) and "encoder" (a BERT-family folder). Other rungs of the ladder have no
+attention, so they cannot be probed here (`redthread sample` still samples them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from redthread.errors import RedthreadError
+from redthread.generate.processors import build_processors, process
+from redthread.viz.explorer import payload_tab
+from redthread.viz.record import record_attention
+
+MAX_CANDIDATES = 50  # the most next-token candidates one answer lists
+
+
+@dataclass
+class Tokens:
+    """Text read into tokens: ids, a printable label for each, and each token's character span."""
+
+    ids: list[int]
+    labels: list[str]
+    spans: list[tuple[int, int]]  # (start, end) in the text; (0, 0) for added special tokens
+    notice: str | None = None  # set when the text had to be cut to the model's context
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def cut(self, start: int, end: int, notice: str) -> Tokens:
+        return Tokens(self.ids[start:end], self.labels[start:end], self.spans[start:end], notice)
+
+
+def char_reader(tokenizer):
+    def read(text: str) -> Tokens:
+        ids = tokenizer.encode(text)
+        return Tokens(ids, list(text), [(i, i + 1) for i in range(len(text))])
+
+    return read
+
+
+def hf_reader(hf_tokenizer, add_special_tokens: bool):
+    """Tokens of a Hugging Face `tokenizers.Tokenizer` (BPE or WordPiece), spans from its offsets."""
+
+    def read(text: str) -> Tokens:
+        enc = hf_tokenizer.encode(text, add_special_tokens=add_special_tokens)
+        labels = [text[a:b] if b > a else tok for tok, (a, b) in zip(enc.tokens, enc.offsets)]
+        return Tokens(list(enc.ids), labels, [tuple(o) for o in enc.offsets])
+
+    return read
+
+
+@dataclass
+class Probe:
+    """A model with attention, ready to be looked into."""
+
+    name: str
+    model: nn.Module
+    kind: str  # "lm" or "encoder"
+    description: str
+    context: int  # the most tokens the model reads at once
+    read: object  # text -> Tokens
+    decode: object  # list of ids -> text
+    meta: dict = field(default_factory=dict)
+
+    def tokens(self, text: str) -> Tokens:
+        """The text as tokens, cut to the context: a language model keeps the end (what it would
+        condition on when predicting the next token), an encoder the beginning."""
+        if not isinstance(text, str) or not text.strip():
+            raise RedthreadError("the text is empty")
+        toks = self.read(text)
+        n, C = len(toks), self.context
+        if n == 0:
+            raise RedthreadError("the text gives no tokens")
+        if n <= C:
+            return toks
+        if self.kind == "lm":
+            return toks.cut(n - C, n, f"the text is {n} tokens, longer than the context ({C}): kept the last {C}")
+        return toks.cut(0, C, f"the text is {n} tokens, longer than the context ({C}): kept the first {C}")
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @torch.inference_mode()
+    def attention(self, text: str):
+        """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text."""
+        toks = self.tokens(text)
+        idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
+        with record_attention(self.model) as maps:
+            self.model(idx)
+        return toks, maps
+
+    def attention_payload(self, text: str, title: str | None = None) -> dict:
+        """The explorer's payload: every recorded kind as one tab of (L, H, T, S) weights."""
+        toks, maps = self.attention(text)
+        tabs = [payload_tab(kind, toks.labels, toks.labels, maps.stacked(kind)[:, 0]) for kind in maps.kinds]
+        return {"title": title or text.strip(), "model": self.description, "notice": toks.notice, "tabs": tabs}
+
+    @torch.inference_mode()
+    def next_token(
+        self,
+        text: str,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        min_p: float | None = None,
+        candidates: int = 20,
+    ) -> dict:
+        """P(next token | text) from the model, and what sampling with these settings would draw from.
+
+        Each candidate has `p` (the model's probability), `p_sample` (after temperature and the
+        top-k / top-p / min-p filters, renormalised: 0 where a filter cut it) and `kept`. The
+        candidates are the most probable under the model, in order; `kept` counts the tokens
+        (over the whole vocabulary) that survive the filters, so the cut falls after that many.
+        """
+        return self._next(text, temperature, top_k, top_p, min_p, candidates)[0]
+
+    @torch.inference_mode()
+    def step(
+        self,
+        text: str,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        min_p: float | None = None,
+        candidates: int = 20,
+        seed: int | None = None,
+    ) -> dict:
+        """Draw one next token with these settings: the new text, and the distribution it came from."""
+        dist, p_sample = self._next(text, temperature, top_k, top_p, min_p, candidates)
+        gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(31))
+        token = int(torch.multinomial(p_sample.cpu(), 1, generator=gen))  # greedy: p_sample is one-hot
+        piece = self.decode([token])
+        return {"token": piece, "id": token, "text": text + piece, "distribution": dist}
+
+    def _next(self, text, temperature, top_k, top_p, min_p, candidates) -> tuple[dict, torch.Tensor]:
+        if self.kind != "lm":
+            raise RedthreadError(f"{self.name} is an encoder: it gives no next-token distribution")
+        if not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
+            raise RedthreadError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
+        processors, greedy = build_processors(temperature, top_k, top_p, min_p)
+        toks = self.tokens(text)
+        idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
+        logits = self.model(idx)[:, -1, :].float()  # (1, V)
+        p = logits.softmax(-1)[0]  # (V,)
+        if greedy:  # temperature 0: all the mass on the argmax
+            p_sample = torch.zeros_like(p)
+            p_sample[p.argmax()] = 1.0
+        else:
+            p_sample = process(logits, idx, processors).softmax(-1)[0]
+        order = p.argsort(descending=True)[: min(candidates, p.numel())]
+        entropy = -(p * p.clamp_min(1e-30).log()).sum().item()
+        dist = {
+            "tokens": toks.labels,
+            "notice": toks.notice,
+            "candidates": [
+                {"id": int(i), "token": self.decode([int(i)]), "p": float(p[i]), "p_sample": float(p_sample[i]),
+                 "kept": bool(p_sample[i] > 0)}
+                for i in order
+            ],
+            "kept": int((p_sample > 0).sum()),
+            "vocab_size": int(p.numel()),
+            "entropy": entropy,
+            "perplexity": math.exp(entropy),
+            "settings": {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p},
+        }
+        return dist, p_sample
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load_probe(checkpoint: str | Path | None = None, pretrained: str | Path | None = None, device: str = "cpu") -> Probe:
+    """A probe for a redthread run folder (or checkpoint file), or a Hugging Face-format folder /
+    a known pretrained name ("minilm")."""
+    from redthread.train.loop import resolve_device
+
+    if (checkpoint is None) == (pretrained is None):
+        raise RedthreadError("give a checkpoint or a pretrained model, not both or neither")
+    device = str(resolve_device(device))
+    if checkpoint is not None:
+        return _probe_run(Path(checkpoint), device)
+    return _probe_pretrained(pretrained, device)
+
+
+def _probe_run(path: Path, device: str) -> Probe:
+    from redthread.data.tokenizers import BPETokenizer, CharTokenizer
+    from redthread.models.transformer import TransformerLM
+    from redthread.train.checkpoint import read_checkpoint
+
+    ckpt = read_checkpoint(path, map_location=device)
+    if not isinstance(ckpt.model, TransformerLM):
+        raise RedthreadError(
+            f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
+        )
+    if ckpt.tokenizer is None:
+        raise RedthreadError(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
+    tok = ckpt.tokenizer
+    if isinstance(tok, CharTokenizer):
+        read = char_reader(tok)
+    elif isinstance(tok, BPETokenizer):
+        read = hf_reader(tok.hf_tokenizer, add_special_tokens=False)
+    else:
+        raise RedthreadError(f"{path}: unsupported tokenizer {type(tok).__name__}")
+    cfg = ckpt.model.cfg
+    desc = f"redthread Transformer LM, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
+    name = path.name if path.is_dir() else path.parent.name
+    return Probe(name, ckpt.model.eval(), "lm", desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
+
+
+def _probe_pretrained(name: str | Path, device: str) -> Probe:
+    from redthread.data.pretrained_tokenizer import load_pretrained_tokenizer
+    from redthread.interop.huggingface import from_pretrained, resolve_pretrained
+    from redthread.models.transformer import TransformerLM
+
+    folder = resolve_pretrained(str(name))
+    model = from_pretrained(folder).to(device).eval()
+    tok = load_pretrained_tokenizer(folder)
+    cfg = model.cfg
+    kind = "lm" if isinstance(model, TransformerLM) else "encoder"
+    family = "GPT-2 decoder" if kind == "lm" else "BERT encoder"
+    label = "all-MiniLM-L6-v2" if str(name) == "minilm" else Path(folder).name
+    desc = f"{label} ({family}, {cfg.n_layer} layers x {cfg.n_head} heads, hidden {cfg.d_model})"
+    read = hf_reader(tok.hf_tokenizer, add_special_tokens=True)
+    return Probe(str(name), model, kind, desc, cfg.block_size, read, tok.decode)
+
+
+# --- the source's example: which heads send 'it' to which word ---------------------------------
+
+PRONOUNS = ("it", "he", "she", "they", "him", "her", "them", "its")
+STOPWORDS = {"the", "a", "an", "and", "or", "but", "because", "was", "were", "is", "are", "too", "very",
+             "did", "didn", "not", "to", "of", "in", "on", "at", "for", "with", "that", "this", "so", "be"}
+
+
+def word_spans(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in re.finditer(r"[A-Za-z]+", text)]
+
+
+def token_positions(toks: Tokens, start: int, end: int) -> list[int]:
+    """The tokens whose spans overlap the characters start .. end of the text."""
+    return [i for i, (a, b) in enumerate(toks.spans) if b > a and a < end and b > start]
+
+
+def rank_heads(probe: Probe, text: str, source: str | None = None, targets: list[str] | None = None, top: int = 5) -> dict:
+    """How much weight the word `source` (default: the first pronoun) puts on each target word, per
+    layer and head, ranked. A word split into several tokens: the query is its last token (in a
+    causal model it has seen the whole word) and the weight on a target is summed over its tokens."""
+    toks, maps = probe.attention(text)
+    # every occurrence of every word, with the tokens it covers inside the context
+    seen = [(w.lower(), token_positions(toks, a, b)) for w, a, b in word_spans(text)]
+    seen = [(w, pos) for w, pos in seen if pos]
+    lower = [w for w, _ in seen]
+    if source is None:
+        source = next((w for w in lower if w in PRONOUNS), None)
+        if source is None:
+            raise RedthreadError(f"no pronoun ({', '.join(PRONOUNS)}) in the text; name the source word")
+    source = source.lower()
+    if source not in lower:
+        raise RedthreadError(f"the word {source!r} is not in the text (or fell outside the model's context)")
+    s_at = len(lower) - 1 - lower[::-1].index(source)  # its last occurrence
+    query = seen[s_at][1][-1]
+    if targets is None:
+        targets = list(dict.fromkeys(w for w in lower if w != source and len(w) >= 3 and w not in STOPWORDS))
+    kind = maps.kinds[0]
+    att = maps.stacked(kind)[:, 0, :, query, :]  # (L, H, S): the source token's row in every head
+    L, H, _ = att.shape
+    result = {"text": text, "source": source, "query_token": toks.labels[query], "kind": kind,
+              "layers": L, "heads": H, "targets": {}}
+    for target in [t.lower() for t in targets]:
+        where = [i for i, w in enumerate(lower) if w == target]
+        if not where:
+            raise RedthreadError(f"the word {target!r} is not in the text (or fell outside the model's context)")
+        if kind == "decoder" and any(i < s_at for i in where):
+            where = [i for i in where if i < s_at]  # a causal model sees only what came before
+        keys = seen[min(where, key=lambda i: abs(i - s_at))][1]  # the occurrence nearest the source word
+        weight = att[:, :, keys].sum(-1)  # (L, H)
+        flat = weight.flatten().argsort(descending=True)[:top]
+        result["targets"][target] = {
+            "mean": float(weight.mean()),
+            "top": [{"layer": int(i // H), "head": int(i % H), "weight": float(weight.flatten()[i])} for i in flat],
+            "weights": weight.tolist(),
+        }
+    return result
+
+
+def heads_report(ranking: dict) -> str:
+    """The ranking as a short Markdown report."""
+    lines = [
+        f"# Where '{ranking['source']}' looks",
+        "",
+        f"> {ranking['text']}",
+        "",
+        (
+            f"Weight from the token '{ranking['query_token']}' to each word (summed over the word's tokens), per layer "
+            f"and head of the {ranking['kind']} self-attention ({ranking['layers']} layers x {ranking['heads']} heads). "
+            "Layers and heads count from 0."
+        ),
+        "",
+        "| word | mean over heads | top heads (layer.head: weight) |",
+        "|---|---|---|",
+    ]
+    for word, r in ranking["targets"].items():
+        tops = ", ".join(f"{t['layer']}.{t['head']}: {t['weight']:.3f}" for t in r["top"])
+        lines.append(f"| {word} | {r['mean']:.3f} | {tops} |")
+    return "\n".join(lines) + "\n"

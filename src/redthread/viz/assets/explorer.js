@@ -1,0 +1,381 @@
+"use strict";
+// The attention explorer: draws a payload (the JSON described in explorer.py) into an element
+// holding the explorer's markup (#head-svg, #thumbs, #layer-select, ... as in explorer.html).
+//   head view:  queries (left) and keys (right), one line per (query, key) pair whose opacity is
+//               the attention weight of the selected layer and head, or the mean over the heads;
+//               hovering (or clicking, to pin) a token shows only its lines, and its weights as
+//               bars and percentages.
+//   model view: one small heatmap per layer x head; a click shows that head in the head view.
+// weights[layer][head][t][s]: T queries, S keys, each row t a distribution over the keys.
+// With tab.image the keys are `offset` tokens then the rows x cols patches of an image, drawn
+// as the image under a heat overlay (a veil lifted by the focused query's weights).
+//
+// window.RedthreadExplorer.render(root, payload) draws, or draws again: the static page calls it
+// once on the JSON of its element #payload, the web app (redthread serve) on every answer of
+// /api/attention. One explorer per page: a render replaces the previous drawing and its handlers
+// (assigned, never added), and keeps the tab, layer and head on show where the new payload has them.
+
+(() => {  // the page's other scripts see only window.RedthreadExplorer
+
+// the payload and the elements of the explorer on show, set by render()
+let P = null, root = null, svg = null, headView = null, layerSelect = null, headSelect = null;
+
+// head-view geometry, in pixels: [bars | query column | lines | key column | bars]
+const ROW = 20;                   // one token per row
+const PAD = 8;                    // above the first row and below the last
+const BAR = 64;                   // room for a bar and its percentage outside each column
+const BAR_MAX = 30;               // the longest bar
+const TEXT = 130;                 // a token column
+const GAP = 170;                  // between the columns, where the lines go
+const KX = BAR + TEXT + GAP;      // left edge of the key column
+const WIDTH = KX + TEXT + BAR;
+const MIN_LINE = 0.01;            // fainter lines cannot be seen; skipping them keeps 130 x 130 fast
+const MAX_CHARS = 16;             // longer tokens are cut; the tooltip has the whole text
+const THUMB = 44;                 // model-view thumbnail size (as in the CSS)
+
+const TAB_NAMES = {
+  encoder: "encoder self-attention", decoder: "decoder self-attention (causal)", cross: "cross-attention",
+};
+// single-hue ramp for the heatmaps (ColorBrewer "Blues"), from weight 0 to the maximum
+const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
+               [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
+
+// focus: null or {side: "q" | "k", i: token index}; pinned: a click holds the focus
+const state = { tab: 0, layer: 0, head: 0, focus: null, pinned: false };
+const means = new Map();  // mean over heads, by "tab/layer"
+
+function tab() { return P.tabs[state.tab]; }
+
+function $(id) { return root.querySelector(`#${id}`); }
+
+// The T x S matrix on show: one head, or the mean over the heads of the layer.
+function matrix() {
+  const heads = tab().weights[state.layer];
+  if (state.head !== "all") return heads[state.head];
+  const key = `${state.tab}/${state.layer}`;
+  if (!means.has(key)) {
+    means.set(key, heads[0].map((row, t) => row.map((_, s) =>
+      heads.reduce((sum, h) => sum + h[t][s], 0) / heads.length)));
+  }
+  return means.get(key);
+}
+
+function blue(x) {  // x in [0, 1] -> [r, g, b]
+  const f = Math.min(Math.max(x, 0), 1) * (BLUES.length - 1);
+  const i = Math.min(Math.floor(f), BLUES.length - 2), u = f - i;
+  return BLUES[i].map((c, k) => Math.round(c + (BLUES[i + 1][k] - c) * u));
+}
+
+function node(tag, attrs, parent, text) {  // an SVG element
+  const el = document.createElementNS(svg.namespaceURI, tag);  // from the inline <svg>: no URL spelled out
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  if (parent) parent.appendChild(el);
+  return el;
+}
+
+function html(tag, text, className) {  // an HTML element
+  const el = document.createElement(tag);
+  if (text !== undefined) el.textContent = text;
+  if (className) el.className = className;
+  return el;
+}
+
+// A token as drawn: whitespace made visible, long ones cut (by code point, so an emoji stays whole).
+function shown(tok) {
+  let s = tok.replace(/\n/g, "↵").replace(/\t/g, "⇥");
+  if (s.trim() === "") s = s.replace(/ /g, "␣") || "∅";
+  const chars = Array.from(s);
+  return chars.length > MAX_CHARS ? chars.slice(0, MAX_CHARS - 1).join("") + "…" : s;
+}
+
+function rowY(i) { return PAD + i * ROW + ROW / 2; }  // centre of row i
+
+// With an image the keys are `offset` tokens (rows at the top) then a grid of square patches below.
+function imageBox(t) {
+  if (!t.image) return null;
+  const [rows, cols] = t.image.grid, offset = t.image.offset;
+  const w = TEXT + BAR - 8;
+  return { x: KX + 4, y: PAD + offset * ROW + 6, w, h: w * rows / cols, rows, cols, offset };
+}
+
+// ---- head view ----------------------------------------------------------------------------
+
+function drawHeadView() {
+  const t = tab(), att = matrix(), img = imageBox(t);
+  const T = t.queries.length, S = t.keys.length;
+  const height = Math.max(T * ROW, img ? img.y - PAD + img.h : S * ROW) + 2 * PAD;
+  svg.replaceChildren();
+  svg.setAttribute("width", WIDTH);
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${WIDTH} ${height}`);
+
+  // every pair at once, opacity = weight; hidden while a token has the focus
+  const all = node("g", { id: "lines-all" }, svg);
+  if (!img) {
+    for (let q = 0; q < T; q++) {
+      for (let k = 0; k < S; k++) if (att[q][k] >= MIN_LINE) line(all, q, k, att[q][k], 1.5);
+    }
+  }
+  node("g", { id: "lines-focus" }, svg);
+  node("g", { id: "bars" }, svg);
+  column(t.queries, "q", BAR, "end", BAR + TEXT - 6);
+  column(img ? t.keys.slice(0, img.offset) : t.keys, "k", KX, "start", KX + 6);
+  if (img) drawImage(t, img);
+  applyFocus();
+}
+
+function line(parent, q, k, opacity, width) {
+  node("line", { x1: BAR + TEXT + 2, y1: rowY(q), x2: KX - 2, y2: rowY(k),
+                 "stroke-opacity": opacity.toFixed(3), "stroke-width": width.toFixed(2) }, parent);
+}
+
+// A column of tokens; each is a hover target carrying its side and index.
+function column(tokens, side, x, anchor, textX) {
+  const g = node("g", { class: `column ${side}` }, svg);
+  tokens.forEach((tok, i) => {
+    const el = node("g", { class: `tok ${side}`, "data-side": side, "data-i": i }, g);
+    node("rect", { class: "hit", x, y: PAD + i * ROW, width: TEXT, height: ROW, rx: 3 }, el);
+    node("text", { x: textX, y: rowY(i), "text-anchor": anchor }, el, shown(tok));
+    node("title", {}, el, `${side === "q" ? "query" : "key"} ${i}: ${tok}`);
+  });
+}
+
+// The image, and over it one rect per patch: the heat overlay and the hover target of that key.
+function drawImage(t, box) {
+  const g = node("g", { id: "image" }, svg);
+  node("image", { href: t.image.src, x: box.x, y: box.y, width: box.w, height: box.h,
+                  preserveAspectRatio: "none" }, g);
+  const pw = box.w / box.cols, ph = box.h / box.rows;
+  for (let r = 0; r < box.rows; r++) {
+    for (let c = 0; c < box.cols; c++) {
+      const i = box.offset + r * box.cols + c;
+      const el = node("rect", { class: "patch", "data-side": "k", "data-i": i, "fill-opacity": 0,
+                                x: box.x + c * pw, y: box.y + r * ph, width: pw, height: ph }, g);
+      node("title", {}, el, `key ${i}: ${t.keys[i]} (patch row ${r}, column ${c})`);
+    }
+  }
+}
+
+// Show the focused token's weights (or every line when none has the focus).
+function applyFocus() {
+  const t = tab(), att = matrix(), img = imageBox(t);
+  // an image tab always shows one query's heat: the focused one, else the first (a class token)
+  const f = state.focus || (img ? { side: "q", i: 0 } : null);
+  svg.classList.toggle("focused", f !== null);
+  for (const el of svg.querySelectorAll("[data-side]")) {
+    el.classList.toggle("focus", f !== null && el.dataset.side === f.side && +el.dataset.i === f.i);
+  }
+  svg.querySelector("#lines-all").style.display = f ? "none" : "";
+  const lines = svg.querySelector("#lines-focus"), bars = svg.querySelector("#bars");
+  lines.replaceChildren();
+  bars.replaceChildren();
+  if (f) {
+    // a query's weights are its row of att, a key's are its column; in focus the strongest
+    // line and bar are drawn full, and the percentages give the weights themselves
+    const ws = f.side === "q" ? att[f.i] : att.map((row) => row[f.i]);
+    const max = Math.max(...ws) || 1;
+    ws.forEach((w, j) => {
+      const [q, k] = f.side === "q" ? [f.i, j] : [j, f.i];
+      const patch = img !== null && k >= img.offset;  // no row to draw a line to
+      if (!patch) line(lines, q, k, w / max, 0.5 + 2.5 * w / max);
+      if (f.side === "k") bar(bars, "q", j, w, max);
+      else if (!patch) bar(bars, "k", j, w, max);  // a patch's weight is its overlay, below
+    });
+    // the overlay is a dark veil, lifted where the focused query attends: a heat map readable
+    // over any picture, with the strongest patch fully clear
+    for (const p of svg.querySelectorAll(".patch")) {
+      const veil = f.side === "q" ? 0.85 * (1 - ws[+p.dataset.i] / max) : 0;
+      p.setAttribute("fill-opacity", veil.toFixed(3));
+    }
+  }
+  Object.assign(headView.dataset, {
+    kind: t.kind, layer: state.layer, head: state.head,
+    focus: state.focus ? `${state.focus.side}:${state.focus.i}` : "", pinned: state.pinned ? "1" : "0",
+  });
+}
+
+// A bar and a percentage beside token j of a side, outside its column.
+function bar(parent, side, j, w, max) {
+  const len = Math.max(1, BAR_MAX * w / max), y = rowY(j);
+  const pct = `${(100 * w).toFixed(w < 0.1 ? 1 : 0)}%`;
+  if (side === "k") {
+    node("rect", { class: "bar", x: KX + TEXT + 4, y: y - 4, width: len, height: 8, rx: 2 }, parent);
+    node("text", { class: "pct", x: WIDTH - 2, y, "text-anchor": "end" }, parent, pct);
+  } else {
+    node("rect", { class: "bar", x: BAR - 4 - len, y: y - 4, width: len, height: 8, rx: 2 }, parent);
+    node("text", { class: "pct", x: 2, y, "text-anchor": "start" }, parent, pct);
+  }
+}
+
+function setFocus(f) {
+  state.focus = f;
+  applyFocus();
+}
+
+function target(e) {  // the token or patch under the pointer, as a focus
+  const el = e.target.closest("[data-side]");
+  return el ? { side: el.dataset.side, i: +el.dataset.i } : null;
+}
+
+function onMouseOver(e) {
+  const f = target(e), now = state.focus;
+  const same = f && now && f.side === now.side && f.i === now.i;
+  if (!state.pinned && !same && (f || now)) setFocus(f);
+}
+
+function onClick(e) {
+  // a click pins the token under the pointer; a click on the pinned one or on the background unpins
+  const f = target(e), now = state.focus;
+  const same = f && now && state.pinned && f.side === now.side && f.i === now.i;
+  state.pinned = f !== null && !same;
+  setFocus(f);
+}
+
+document.addEventListener("keydown", (e) => {  // added once, when the script runs
+  if (e.key === "Escape" && P !== null) { state.pinned = false; setFocus(null); }
+});
+
+// ---- model view ---------------------------------------------------------------------------
+
+function drawModelView() {
+  const t = tab(), L = t.weights.length, H = t.weights[0].length;
+  const T = t.queries.length, S = t.keys.length;
+  const box = $("thumbs");
+  box.replaceChildren();
+  box.style.gridTemplateColumns = `auto repeat(${H}, ${THUMB}px)`;
+  box.appendChild(html("div", "head", "col-label corner"));
+  for (let h = 0; h < H; h++) box.appendChild(html("div", `${h}`, "col-label"));
+  for (let l = 0; l < L; l++) {
+    const label = html("div", `layer ${l}`, "row-label");
+    label.title = `layer ${l}, mean over its heads`;
+    label.onclick = () => select({ layer: l, head: "all" });
+    box.appendChild(label);
+    for (let h = 0; h < H; h++) {
+      const c = html("canvas");
+      c.width = S;  // one pixel per weight, scaled by the CSS
+      c.height = T;
+      Object.assign(c.dataset, { layer: l, head: h });
+      c.title = `layer ${l}, head ${h}`;
+      // few tokens: sharp cells scaled up; many: scaled down smoothly rather than dropping rows
+      c.style.imageRendering = Math.max(T, S) <= THUMB ? "pixelated" : "auto";
+      heatmap(c, t.weights[l][h]);
+      c.onclick = () => select({ layer: l, head: h });
+      box.appendChild(c);
+    }
+  }
+}
+
+// Each thumbnail is shaded to its own maximum, so a pattern shows even when weights are spread thin.
+function heatmap(canvas, att) {
+  const T = att.length, S = att[0].length;
+  const max = Math.max(...att.map((row) => Math.max(...row))) || 1;
+  const ctx = canvas.getContext("2d"), image = ctx.createImageData(S, T);
+  for (let t = 0; t < T; t++) {
+    for (let s = 0; s < S; s++) image.data.set([...blue(att[t][s] / max), 255], 4 * (t * S + s));
+  }
+  ctx.putImageData(image, 0, 0);
+}
+
+function markSelected() {
+  for (const c of root.querySelectorAll("#thumbs canvas")) {
+    const inLayer = +c.dataset.layer === state.layer;
+    c.classList.toggle("in-layer", inLayer && state.head === "all");
+    c.classList.toggle("selected", inLayer && +c.dataset.head === state.head);
+  }
+}
+
+// ---- controls -----------------------------------------------------------------------------
+
+function option(value, text) {
+  const o = html("option", text);
+  o.value = value;
+  return o;
+}
+
+function fillSelects() {
+  const t = tab(), L = t.weights.length, H = t.weights[0].length;
+  layerSelect.replaceChildren(...Array.from({ length: L }, (_, l) => option(l, `${l}`)));
+  headSelect.replaceChildren(option("all", "all (mean)"), ...Array.from({ length: H }, (_, h) => option(h, `${h}`)));
+}
+
+// The one way the selection changes: the selects, the tabs and the thumbnails all call it.
+function select(change) {
+  const newTab = change.tab !== undefined && change.tab !== state.tab;
+  Object.assign(state, change);
+  if (newTab) {
+    const t = tab();
+    state.focus = null;  // token indices of one tab mean nothing in another
+    state.pinned = false;
+    state.layer = Math.min(state.layer, t.weights.length - 1);
+    if (state.head !== "all") state.head = Math.min(state.head, t.weights[0].length - 1);
+    fillSelects();
+    drawModelView();
+  }
+  layerSelect.value = String(state.layer);
+  headSelect.value = String(state.head);
+  for (const b of root.querySelectorAll("#tabs button")) {
+    b.setAttribute("aria-selected", b.id === `tab-${tab().kind}` ? "true" : "false");
+  }
+  drawHeadView();
+  markSelected();
+}
+
+// Draw a payload into root. Drawn again (same root), it keeps the tab, layer and head on show
+// where the new payload has them, so stepping through generation keeps the head in view.
+function render(el, payload) {
+  const was = root === el && P !== null ? { kind: tab().kind, layer: state.layer, head: state.head } : null;
+  root = el;
+  P = payload;
+  svg = $("head-svg");
+  headView = $("head-view");
+  layerSelect = $("layer-select");
+  headSelect = $("head-select");
+  means.clear();
+  Object.assign(state, { tab: 0, layer: 0, head: 0, focus: null, pinned: false });
+  if (was) {
+    state.tab = Math.max(0, P.tabs.findIndex((t) => t.kind === was.kind));
+    const L = tab().weights.length, H = tab().weights[0].length;
+    if (was.layer < L) state.layer = was.layer;
+    if (was.head === "all" || was.head < H) state.head = was.head;
+  }
+
+  $("title").textContent = P.title;
+  $("model").textContent = P.model;
+  const notice = $("notice");
+  notice.textContent = P.notice || "";
+  notice.hidden = !P.notice;
+
+  const tabs = $("tabs");
+  tabs.replaceChildren();
+  tabs.hidden = P.tabs.length <= 1;  // one kind needs no tabs
+  if (P.tabs.length > 1) {
+    P.tabs.forEach((t, i) => {
+      const b = html("button", TAB_NAMES[t.kind]);
+      b.id = `tab-${t.kind}`;
+      b.setAttribute("role", "tab");
+      b.onclick = () => select({ tab: i });
+      tabs.appendChild(b);
+    });
+  }
+  layerSelect.onchange = () => select({ layer: +layerSelect.value });
+  headSelect.onchange = () => select({ head: headSelect.value === "all" ? "all" : +headSelect.value });
+  svg.onmouseover = onMouseOver;
+  svg.onmouseleave = () => { if (!state.pinned) setFocus(null); };
+  svg.onclick = onClick;
+
+  fillSelects();
+  drawModelView();
+  select({});
+}
+
+window.RedthreadExplorer = { render, shown };
+
+// the static page carries its payload; the web app has none and calls render() itself
+const embedded = document.getElementById("payload");
+if (embedded) {
+  render(document.body, JSON.parse(embedded.textContent));
+  document.body.dataset.ready = "1";  // for tests and screenshots: everything is drawn
+}
+
+})();

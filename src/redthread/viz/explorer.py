@@ -1,0 +1,182 @@
+"""The attention explorer: one self-contained HTML page that shows attention weights.
+
+Rung on the ladder: attention and the Transformer. Claim C13 of the seed: attention maps are
+a window into what the model learned ("it" should attend to "animal" more than to "street").
+Claim C9: heads differ, so the page shows every layer x head at once (the model view) and one
+of them, or their mean, in detail (the head view). Claim C14: the keys of a tab may be the
+patches of an image, drawn as the image with a heat overlay.
+
+The page is `assets/explorer.html` with `explorer.css` and `explorer.js` inlined and the
+payload embedded as JSON. It needs no network: no CDN, no font, no request of any kind, and
+its Content-Security-Policy tells the browser so. The web app (`redthread serve`) inlines the
+same style and script (`explorer_assets`) and draws each answer of its API with them.
+The payload is the contract with the code that records attention (`payload_tab` builds one
+tab from a tensor):
+
+    {"title": str, "model": str, "notice": str | None,
+     "tabs": [{"kind": "encoder" | "decoder" | "cross",
+               "queries": [T strings], "keys": [S strings],
+               "weights": L x H x T x S nested lists of floats, each row summing to 1,
+               "image": {"src": "data:image/png;base64,...", "grid": [rows, cols], "offset": 1}}]}
+
+`image` is optional: the keys are then `offset` leading tokens (a class token) followed by
+rows x cols image patches in row-major order.
+
+Shape legend: L layers, H heads, T query length, S key length.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from redthread.errors import RedthreadError
+
+KINDS = ("encoder", "decoder", "cross")
+ASSETS = Path(__file__).parent / "assets"
+DECIMALS = 4  # weights are rounded to keep pages small; 1e-4 is below what a line or a bar shows
+
+
+def payload_tab(kind: str, queries: list[str], keys: list[str], weights, image: dict | None = None) -> dict:
+    """One tab of the payload from weights of shape (L, H, T, S): a torch.Tensor or an array."""
+    if hasattr(weights, "detach"):  # a torch.Tensor, without importing torch here
+        weights = weights.detach().float().cpu().numpy()
+    tab = {"kind": kind, "queries": list(queries), "keys": list(keys), "weights": weights}
+    if image is not None:
+        tab["image"] = image
+    return _check_tab(tab, 0)  # checks the shape and rounds the weights into nested lists
+
+
+def render_explorer(payload: dict) -> str:
+    """The HTML text of the explorer page for a payload (validated first)."""
+    payload = _check_payload(payload)
+    # inside <script>, "</script>" or "<!--" in a token would end or derail the element:
+    # JSON may spell <, > and & as \u escapes, and JSON.parse reads them back unchanged
+    data = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    css, js = explorer_assets()
+    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "payload": data}
+    template = (ASSETS / "explorer.html").read_text(encoding="utf-8")
+    # one pass, so nothing inserted (a token spelling "{{js}}") is substituted again
+    return re.sub(r"\{\{(title|css|js|payload)\}\}", lambda m: parts[m.group(1)], template)
+
+
+def explorer_assets() -> tuple[str, str]:
+    """The explorer's style and script, (css, js), for a page to inline: this one, or the web app's.
+
+    The script defines `window.RedthreadExplorer.render(root, payload)`, which draws a payload into
+    an element holding the explorer's markup (see explorer.html) and may be called again with new
+    payloads; on a page with a `<script id="payload">` it draws that payload by itself.
+    """
+    return (ASSETS / "explorer.css").read_text(encoding="utf-8"), (ASSETS / "explorer.js").read_text(encoding="utf-8")
+
+
+def write_explorer(payload: dict, path: str | os.PathLike) -> Path:
+    """Write the page to `path` atomically (a temporary file in the same folder, then a rename)."""
+    text = render_explorer(payload)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a page is meant to be opened and shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _check_payload(payload) -> dict:
+    """A clean copy of the payload, or RedthreadError naming the first problem."""
+    if not isinstance(payload, dict):
+        raise RedthreadError(f"explorer payload must be a dict, got {type(payload).__name__}")
+    _check_keys(payload, {"title", "model", "tabs"}, {"notice"}, "explorer payload")
+    for name in ("title", "model"):
+        if not isinstance(payload[name], str):
+            raise RedthreadError(f"explorer payload {name!r} must be a string, got {type(payload[name]).__name__}")
+    notice = payload.get("notice")
+    if notice is not None and not isinstance(notice, str):
+        raise RedthreadError(f"explorer payload 'notice' must be a string or None, got {type(notice).__name__}")
+    tabs = payload["tabs"]
+    if not isinstance(tabs, list) or not tabs:
+        raise RedthreadError("explorer payload 'tabs' must be a non-empty list")
+    tabs = [_check_tab(tab, i) for i, tab in enumerate(tabs)]
+    kinds = [tab["kind"] for tab in tabs]
+    if len(set(kinds)) != len(kinds):
+        raise RedthreadError(f"explorer payload has a kind twice in its tabs: {kinds}")
+    return {"title": payload["title"], "model": payload["model"], "notice": notice, "tabs": tabs}
+
+
+def _check_tab(tab, i: int) -> dict:
+    where = f"explorer tab {i}"
+    if not isinstance(tab, dict):
+        raise RedthreadError(f"{where} must be a dict, got {type(tab).__name__}")
+    _check_keys(tab, {"kind", "queries", "keys", "weights"}, {"image"}, where)
+    if tab["kind"] not in KINDS:
+        raise RedthreadError(f"{where} has unknown kind {tab['kind']!r}; kinds: {', '.join(KINDS)}")
+    where = f"explorer tab {i} ({tab['kind']})"
+    for name in ("queries", "keys"):
+        tokens = tab[name]
+        if not isinstance(tokens, list) or not tokens:
+            raise RedthreadError(f"{where} {name!r} must be a non-empty list of strings")
+        if not all(isinstance(t, str) for t in tokens):
+            raise RedthreadError(f"{where} {name!r} must hold strings only")
+    T, S = len(tab["queries"]), len(tab["keys"])
+    try:
+        att = np.asarray(tab["weights"])  # (L, H, T, S)
+    except ValueError:  # ragged nesting
+        raise RedthreadError(f"{where} 'weights' is ragged; expected L x H x T={T} x S={S} numbers") from None
+    if att.ndim != 4 or att.shape[2:] != (T, S) or 0 in att.shape:
+        raise RedthreadError(f"{where} 'weights' has shape {att.shape}; expected (L, H, T={T}, S={S})")
+    if att.dtype.kind not in "iuf":
+        raise RedthreadError(f"{where} 'weights' must hold numbers, got dtype {att.dtype}")
+    att = att.astype(np.float64)
+    if not np.isfinite(att).all() or att.min() < 0 or att.max() > 1 + 1e-3:
+        raise RedthreadError(f"{where} 'weights' must be finite and within [0, 1]")
+    # rows are distributions over keys; rounding each weight to DECIMALS may move a sum by S/2 units
+    worst = np.abs(att.sum(-1) - 1).max()
+    if worst > 1e-3 + S * 0.5 * 10**-DECIMALS:
+        raise RedthreadError(f"{where} 'weights' rows must sum to 1 over the keys (one is off by {worst:.3g})")
+    clean = {"kind": tab["kind"], "queries": tab["queries"], "keys": tab["keys"],
+             "weights": np.round(att, DECIMALS).tolist()}
+    if "image" in tab:
+        clean["image"] = _check_image(tab["image"], S, where)
+    return clean
+
+
+def _check_image(image, S: int, where: str) -> dict:
+    """The keys are `offset` tokens then rows x cols patches; the picture is a data: URI (no network)."""
+    if not isinstance(image, dict):
+        raise RedthreadError(f"{where} 'image' must be a dict, got {type(image).__name__}")
+    _check_keys(image, {"src", "grid"}, {"offset"}, f"{where} 'image'")
+    src, grid, offset = image["src"], image["grid"], image.get("offset", 0)
+    if not isinstance(src, str) or not src.startswith("data:image/"):
+        raise RedthreadError(f"{where} 'image' src must be a data:image/... URI (the page loads nothing)")
+    if (not isinstance(grid, (list, tuple)) or len(grid) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in grid)):
+        raise RedthreadError(f"{where} 'image' grid must be [rows, cols] of positive integers, got {grid!r}")
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise RedthreadError(f"{where} 'image' offset must be an integer >= 0, got {offset!r}")
+    if offset + math.prod(grid) != S:
+        raise RedthreadError(f"{where} 'image' has {offset} + {grid[0]}x{grid[1]} keys but the tab has S={S}")
+    return {"src": src, "grid": list(grid), "offset": offset}
+
+
+def _check_keys(d: dict, required: set[str], optional: set[str], where: str) -> None:
+    missing = sorted(required - d.keys())
+    if missing:
+        raise RedthreadError(f"{where} is missing {', '.join(map(repr, missing))}")
+    unknown = sorted(d.keys() - required - optional, key=str)
+    if unknown:
+        raise RedthreadError(f"{where} has unknown key(s) {', '.join(map(repr, unknown))}")

@@ -1,0 +1,102 @@
+"""`redthread attention` end to end on a tiny run: the page, figures, the pronoun report, and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+import redthread as rt
+from redthread.data.tokenizers import CharTokenizer
+from tests.test_cli import assert_one_line_error, cli, digest
+
+TEXT = "the cat sat on the mat because it was tired"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    tok = CharTokenizer.from_text(TEXT + "\n.,")
+    torch.manual_seed(0)
+    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=48, n_layer=2, n_head=2, d_model=16))
+    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    rt.save_checkpoint(root / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
+    return root
+
+
+def page_payload(path):
+    html = path.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="payload">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def test_page_figure_and_pronoun_report(run, tmp_path):
+    out = tmp_path / "page.html"
+    code, stdout, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", out, "--figure", tmp_path / "grid.svg")
+    assert code == 0, err
+    payload = page_payload(out)
+    (tab,) = payload["tabs"]
+    assert tab["kind"] == "decoder" and tab["queries"] == list(TEXT)
+    assert torch.tensor(tab["weights"]).shape == (2, 2, len(TEXT), len(TEXT))
+    assert (tmp_path / "grid.svg").read_bytes().startswith(b"<?xml")
+    report = (tmp_path / "page-heads.md").read_text()
+    assert "Where 'it' looks" in report and "| cat |" in report and "| mat |" in report and "| tired |" in report
+    assert "| cat |" in stdout
+
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "one.html",
+                       "--figure", tmp_path / "head.png", "--layer", "1", "--head", "0", "--source", "it", "--targets", "cat,mat")
+    assert code == 0, err
+    assert (tmp_path / "head.png").read_bytes().startswith(b"\x89PNG")
+    assert "| tired |" not in (tmp_path / "one-heads.md").read_text()
+
+
+def test_a_long_text_is_cut_with_a_notice(run, tmp_path):
+    code, stdout, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT * 2, "--out", tmp_path / "p.html")
+    assert code == 0, err
+    assert "notice: the text is 86 tokens, longer than the context (48): kept the last 48" in stdout
+    assert len(page_payload(tmp_path / "p.html")["tabs"][0]["queries"]) == 48
+
+
+@pytest.mark.parametrize(
+    "extra, needles",
+    [
+        (["--text", "   "], ["the text is empty"]),
+        ([], ["--text or --text-file"]),
+        (["--text", "x", "--text-file", "f.txt"], ["--text or --text-file"]),
+        (["--text-file", "missing.txt"], ["text file not found"]),
+        (["--text", "the cat", "--out", "page.txt"], ["ending in .html"]),
+        (["--text", "the cat", "--figure", "f.jpg"], ["unknown format '.jpg'"]),
+        (["--text", "the cat", "--figure", "f.png", "--layer", "1"], ["--layer and --head together"]),
+        (["--text", "the cat", "--figure", "f.png", "--layer", "5", "--head", "0"], ["out of range", "2 layers"]),
+        (["--text", "the cat", "--source", "dog"], ["'dog' is not in the text"]),
+        (["--text", "the cat zz"], ["never seen"]),
+    ],
+)
+def test_bad_input_is_one_line(run, tmp_path, monkeypatch, extra, needles):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", *extra)
+    assert_one_line_error(code, err, *needles)
+    assert not list(tmp_path.glob("*.html"))  # nothing written
+
+
+def test_wrong_kind_of_checkpoint_and_unknown_pretrained(run, tmp_path):
+    code, _, err = cli("attention", "--checkpoint", run / "bigram", "--text", "the cat", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "BigramLM", "no attention")
+    code, _, err = cli("attention", "--pretrained", "gpt-17", "--text", "the cat", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "gpt-17")
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "nothing", "--text", "the cat", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "no checkpoint")
+
+
+def test_existing_files_are_kept_without_overwrite(run, tmp_path):
+    out = tmp_path / "page.html"
+    out.write_text("keep me")
+    before = digest(out)
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", "the cat", "--out", out)
+    assert_one_line_error(code, err, "already exists", "--overwrite")
+    assert digest(out) == before
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", "the cat", "--out", out, "--overwrite")
+    assert code == 0, err
+    assert digest(out) != before

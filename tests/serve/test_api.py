@@ -1,0 +1,109 @@
+"""The web app's JSON API: attention, next-token distribution, stepping, and 4xx answers for bad requests."""
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+import redthread as rt
+from redthread.cli import build_parser
+from redthread.data.tokenizers import CharTokenizer
+from redthread.serve.app import create_app
+
+TEXT = "to be or not to be"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    tok = CharTokenizer.from_text(TEXT + "\n")
+    torch.manual_seed(0)
+    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=2, n_head=2, d_model=16))
+    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
+    (root / "broken").mkdir()
+    (root / "broken" / "checkpoint.safetensors").write_bytes(b"not a checkpoint")
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(runs):
+    return TestClient(create_app(runs, max_chars=100))
+
+
+def test_models_lists_transformer_runs_only(client):
+    names = {m["name"]: m["source"] for m in client.get("/api/models").json()}
+    assert names["tiny"] == "run"
+    assert "ladder/rungs/bigram" not in names and "broken" not in names  # no attention / unreadable
+
+
+def test_attention_gives_every_layer_and_head(client):
+    r = client.post("/api/attention", json={"model": "tiny", "text": TEXT})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["kind"] == "lm" and [t["kind"] for t in body["tabs"]] == ["decoder"]
+    tab = body["tabs"][0]
+    assert tab["queries"] == list(TEXT)
+    w = torch.tensor(tab["weights"])
+    assert w.shape == (2, 2, len(TEXT), len(TEXT))
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, len(TEXT)), atol=1e-3, rtol=0)
+
+
+def test_next_token_distribution_and_the_cut(client):
+    body = client.post("/api/next", json={"model": "tiny", "text": TEXT, "top_k": 3, "candidates": 7}).json()
+    cands = body["candidates"]
+    assert len(cands) == 7 and body["kept"] == 3 and body["vocab_size"] == 8
+    ps = [c["p"] for c in cands]
+    assert ps == sorted(ps, reverse=True)
+    assert [c["kept"] for c in cands] == [True] * 3 + [False] * 4  # the cut falls after the top 3
+    assert sum(c["p_sample"] for c in cands) == pytest.approx(1.0, abs=1e-5)
+    full = client.post("/api/next", json={"model": "tiny", "text": TEXT, "candidates": 8}).json()
+    assert sum(c["p"] for c in full["candidates"]) == pytest.approx(1.0, abs=1e-5)
+    assert full["kept"] == 8
+    cold = client.post("/api/next", json={"model": "tiny", "text": TEXT, "temperature": 0.5, "candidates": 8}).json()
+    assert cold["candidates"][0]["p_sample"] > cold["candidates"][0]["p"]  # a lower temperature sharpens
+
+
+def test_step_appends_one_token_reproducibly(client):
+    ask = {"model": "tiny", "text": TEXT, "seed": 7, "top_p": 0.9}
+    a, b = client.post("/api/step", json=ask).json(), client.post("/api/step", json=ask).json()
+    assert a == b and a["text"] == TEXT + a["token"] and len(a["token"]) == 1
+    greedy = client.post("/api/step", json={"model": "tiny", "text": TEXT, "temperature": 0}).json()
+    assert greedy["token"] == greedy["distribution"]["candidates"][0]["token"]
+
+
+@pytest.mark.parametrize(
+    "path, body, status, message",
+    [
+        ("/api/attention", {"model": "tiny", "text": "x" * 101}, 413, "limit is 100"),
+        ("/api/attention", {"model": "nope", "text": TEXT}, 404, "unknown model 'nope'"),
+        ("/api/attention", {"model": "../../etc", "text": TEXT}, 403, "outside the runs folder"),
+        ("/api/attention", {"model": "/etc", "text": TEXT}, 403, "outside the runs folder"),
+        ("/api/attention", {"model": "tiny", "text": "   "}, 422, "empty"),
+        ("/api/attention", {"model": "tiny", "text": "QQ"}, 422, "Q"),
+        ("/api/attention", {"model": "tiny"}, 422, "text: Field required"),
+        ("/api/next", {"model": "tiny", "text": TEXT, "temperature": -1}, 422, "temperature"),
+        ("/api/next", {"model": "tiny", "text": TEXT, "top_p": 1.5}, 422, "top_p"),
+        ("/api/attention", {"model": "ladder/rungs/bigram", "text": TEXT}, 404, "unknown model"),
+    ],
+)
+def test_bad_requests_get_a_clear_4xx(client, path, body, status, message):
+    r = client.post(path, json=body)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert message in error and "\n" not in error
+
+
+def test_a_long_text_is_cut_to_the_context_with_a_notice(client):
+    body = client.post("/api/attention", json={"model": "tiny", "text": "to be " * 10}).json()
+    assert "kept the last 32" in body["notice"]
+    assert len(body["tabs"][0]["queries"]) == 32
+
+
+def test_openapi_describes_the_api(client):
+    spec = client.get("/openapi.json").json()
+    assert {"/api/models", "/api/attention", "/api/next", "/api/step"} <= set(spec["paths"])
+
+
+def test_serve_listens_on_loopback_by_default():
+    args = build_parser().parse_args(["serve"])
+    assert args.host == "127.0.0.1"

@@ -1,0 +1,185 @@
+"""The explorer page in a real browser (Chromium, see conftest.py): offline, and it reacts.
+
+Each test writes a page from a hand-made random payload, opens it from a file:// URL and checks
+that the drawing (the SVG's line and patch opacities) follows the selection.
+"""
+
+import base64
+import io
+
+import numpy as np
+import pytest
+from matplotlib.image import imsave
+
+from redthread.viz.explorer import payload_tab, write_explorer
+
+QUERIES = ["[CLS]", "the", "</script><b>cat</b>", "sat 🐈", "on", "the", "mat", "[SEP]"]
+KEYS = ["le", "chat", "<!--", "s'est", "assis", "[SEP]", "."]
+# the drawing: every line's and patch's opacity, in document order
+DRAWING = """() => [...document.querySelectorAll('#head-svg line, #head-svg .patch')]
+    .map(e => e.getAttribute('stroke-opacity') ?? e.getAttribute('fill-opacity')).join(',')"""
+
+
+def distributions(rng, *shape):
+    x = np.exp(rng.normal(size=shape) * 2)
+    return x / x.sum(-1, keepdims=True)  # (L, H, T, S), rows sum to 1
+
+
+def two_tabs():
+    rng = np.random.default_rng(0)
+    return {"title": "the cat sat on the mat", "model": "random (2 layers x 3 heads)", "notice": "made by hand",
+            "tabs": [payload_tab("encoder", QUERIES, QUERIES, distributions(rng, 2, 3, 8, 8)),
+                     payload_tab("cross", QUERIES, KEYS, distributions(rng, 2, 3, 8, 7))]}
+
+
+class Page:
+    """A page opened from a file, recording console errors, page errors and requests."""
+
+    def __init__(self, browser, tmp_path, payload):
+        path = write_explorer(payload, tmp_path / "explorer.html")
+        self.url = path.as_uri()
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.page = self.context.new_page()
+        self.errors, self.requests = [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(self.url)
+        self.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+
+    def view(self, name):
+        return self.page.get_attribute("#head-view", f"data-{name}")
+
+    def drawing(self):
+        return self.page.evaluate(DRAWING)
+
+    def assert_clean(self):
+        assert self.errors == []
+        assert [u for u in self.requests if u != self.url and not u.startswith("data:")] == []
+
+
+@pytest.fixture
+def opened(browser, tmp_path):
+    pages = []
+
+    def open_page(payload):
+        pages.append(Page(browser, tmp_path, payload))
+        return pages[-1]
+
+    yield open_page
+    for p in pages:
+        p.context.close()
+
+
+def test_explorer_loads_offline_without_errors(opened):
+    p = opened(two_tabs())
+    p.assert_clean()
+    assert p.requests == [p.url]
+    assert p.page.text_content("h1") == "the cat sat on the mat"
+    assert p.page.is_visible("#notice") and p.page.text_content("#notice") == "made by hand"
+    # the tokens came through the JSON whole: the </script> one and the emoji one
+    titles = p.page.eval_on_selector_all("#head-svg .tok.q title", "els => els.map(e => e.textContent)")
+    assert titles[2] == "query 2: </script><b>cat</b>" and titles[3] == "query 3: sat 🐈"
+    assert p.page.locator("#thumbs canvas").count() == 2 * 3
+    assert (p.view("kind"), p.view("layer"), p.view("head")) == ("encoder", "0", "0")
+
+
+def test_explorer_selects_change_the_drawing(opened):
+    p = opened(two_tabs())
+    seen = [p.drawing()]
+    p.page.select_option("#layer-select", "1")
+    assert p.view("layer") == "1"
+    seen.append(p.drawing())
+    p.page.select_option("#head-select", "2")
+    assert p.view("head") == "2"
+    seen.append(p.drawing())
+    p.page.select_option("#head-select", "all")
+    assert p.view("head") == "all"
+    seen.append(p.drawing())
+    assert len(set(seen)) == 4 and all(seen)
+    p.assert_clean()
+
+
+def test_explorer_hover_focuses_a_token(opened):
+    p = opened(two_tabs())
+    p.page.hover("#head-svg .tok.q[data-i='3']")
+    assert p.view("focus") == "q:3"
+    assert p.page.is_hidden("#lines-all")
+    assert p.page.locator("#lines-focus line").count() == len(QUERIES)  # one line to every key
+    pcts = p.page.eval_on_selector_all("#bars .pct", "els => els.map(e => parseFloat(e.textContent))")
+    assert len(pcts) == len(QUERIES) and sum(pcts) == pytest.approx(100, abs=1)
+    p.page.hover("h1")  # away: every line again
+    assert p.view("focus") == "" and p.page.is_visible("#lines-all")
+    # a click pins: hovering another token leaves the focus where it was
+    p.page.click("#head-svg .tok.k[data-i='5']")
+    p.page.hover("#head-svg .tok.q[data-i='1']")
+    assert (p.view("focus"), p.view("pinned")) == ("k:5", "1")
+    pinned = p.drawing()
+    p.page.select_option("#head-select", "1")  # the pin holds across heads; the weights follow
+    assert p.view("focus") == "k:5" and p.drawing() != pinned
+    p.page.keyboard.press("Escape")
+    assert (p.view("focus"), p.view("pinned")) == ("", "0")
+    p.assert_clean()
+
+
+def test_explorer_thumbnail_click_selects_that_head(opened):
+    p = opened(two_tabs())
+    before = p.drawing()
+    p.page.click("#thumbs canvas[data-layer='1'][data-head='2']")
+    assert (p.view("layer"), p.view("head")) == ("1", "2")
+    assert p.page.input_value("#layer-select") == "1" and p.page.input_value("#head-select") == "2"
+    assert p.page.get_attribute("#thumbs canvas[data-layer='1'][data-head='2']", "class") == "selected"
+    assert p.drawing() != before
+    p.page.click("#thumbs .row-label >> text=layer 0")  # a layer's name: the mean of its heads
+    assert (p.view("layer"), p.view("head")) == ("0", "all")
+    p.assert_clean()
+
+
+def test_explorer_tabs_switch_the_attention_kind(opened):
+    p = opened(two_tabs())
+    assert p.page.locator("#tabs button").count() == 2 and p.page.locator("#tab-decoder").count() == 0
+    before = p.drawing()
+    p.page.click("#tab-cross")
+    assert p.view("kind") == "cross"
+    assert p.page.get_attribute("#tab-cross", "aria-selected") == "true"
+    assert p.page.locator("#head-svg .tok.k").count() == len(KEYS)
+    assert p.drawing() != before
+    p.page.click("#tab-encoder")
+    assert p.view("kind") == "encoder" and p.drawing() == before
+    p.assert_clean()
+
+
+def test_explorer_long_input_renders(opened):
+    tokens = [f"tok{i}" for i in range(130)]
+    att = distributions(np.random.default_rng(2), 1, 1, 130, 130)
+    p = opened({"title": "long", "model": "random (1 layer x 1 head)", "notice": "input truncated to 130 tokens",
+                "tabs": [payload_tab("encoder", tokens, tokens, att)]})
+    assert p.page.locator("#tabs button").count() == 0 and p.page.is_hidden("#tabs")  # one kind: no tabs
+    assert p.page.locator("#head-svg .tok.q").count() == 130
+    assert p.page.evaluate("() => { const s = document.querySelector('#head-view .scroll');"
+                           " return s.scrollHeight > s.clientHeight; }")  # scrolls inside the window
+    p.page.hover("#head-svg .tok.q[data-i='129']")  # scrolled into view by playwright
+    assert p.view("focus") == "q:129"
+    assert p.page.locator("#lines-focus line").count() == 130
+    p.assert_clean()
+
+
+def test_explorer_image_keys_draw_a_patch_overlay(opened):
+    rng = np.random.default_rng(3)
+    buf = io.BytesIO()
+    imsave(buf, rng.random((4, 6, 3)), format="png")
+    image = {"src": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(), "grid": [2, 3], "offset": 1}
+    keys = ["[CLS]"] + [f"patch {i}" for i in range(6)]
+    p = opened({"title": "an image", "model": "random ViT", "notice": None,
+                "tabs": [payload_tab("encoder", keys, keys, distributions(rng, 1, 2, 7, 7), image=image)]})
+    assert p.page.locator("#head-svg image").count() == 1
+    assert p.page.locator("#head-svg .patch").count() == 6
+    first = p.drawing()  # with no focus the class token's heat is shown
+    assert any(float(o) > 0 for o in first.split(","))
+    p.page.hover("#head-svg .tok.q[data-i='4']")
+    assert p.view("focus") == "q:4" and p.drawing() != first
+    p.page.select_option("#head-select", "1")
+    assert p.view("head") == "1"
+    p.page.hover("#head-svg .patch[data-i='2']")  # a patch is a key: the queries show their weights
+    assert p.view("focus") == "k:2" and p.page.locator("#bars .pct").count() == 7
+    p.assert_clean()
