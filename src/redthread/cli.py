@@ -8,6 +8,7 @@
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
     redthread attention --text "..."    the attention of a run or a pretrained model: offline explorer page, figures
     redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
+    redthread export --checkpoint RUN   a Transformer run as a GPT-2 folder that Hugging Face transformers loads
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def build_parser() -> Parser:
     att.add_argument("--head", type=int, help="with --figure: this head (from 0)")
     att.add_argument("--source", metavar="WORD", help="rank heads by the weight from this word (default: the first pronoun)")
     att.add_argument("--targets", metavar="WORDS", help="comma-separated words to rank heads by (default: the content words)")
+    att.add_argument("--contrast", metavar="TEXT", help="a second text: the report also says which heads move between the two")
     att.add_argument("--report", help="the head ranking as Markdown (default: <out>-heads.md)")
     att.add_argument("--overwrite", action="store_true", help="replace files that already exist")
     att.add_argument("--device", default="cpu")
@@ -134,6 +136,11 @@ def build_parser() -> Parser:
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--max-chars", type=int, default=2000, help="the longest text accepted (default 2000)")
     srv.add_argument("--device", default="cpu")
+
+    exp = sub.add_parser("export", help="write a Transformer run as a Hugging Face GPT-2 folder")
+    exp.add_argument("--checkpoint", required=True, help="a TransformerLM run folder or its checkpoint.safetensors")
+    exp.add_argument("--out", required=True, help="the folder to write (config.json, model.safetensors, tokenizer.json)")
+    exp.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True)
@@ -184,6 +191,16 @@ def run(args) -> None:
         from redthread.commands.serve import serve_command
 
         serve_command(args.runs, args.host, args.port, args.max_chars, args.device)
+    elif args.command == "export":
+        from redthread.interop.huggingface import export_gpt2
+        from redthread.models.transformer import TransformerLM
+        from redthread.train.checkpoint import read_checkpoint
+
+        ckpt = read_checkpoint(args.checkpoint)
+        if not isinstance(ckpt.model, TransformerLM):
+            raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: only a TransformerLM exports to GPT-2")
+        folder = export_gpt2(ckpt.model, args.out, tokenizer=ckpt.tokenizer, overwrite=args.overwrite)
+        print(f"GPT-2 folder: {folder} (load it with transformers.GPT2LMHeadModel.from_pretrained)")
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run
 

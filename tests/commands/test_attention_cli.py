@@ -100,3 +100,29 @@ def test_existing_files_are_kept_without_overwrite(run, tmp_path):
     code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", "the cat", "--out", out, "--overwrite")
     assert code == 0, err
     assert digest(out) != before
+
+
+def test_contrast_says_what_moves_between_two_texts(run, tmp_path):
+    code, stdout, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "p.html",
+                            "--contrast", "the cat sat on the mat because it was wide", "--targets", "cat,mat")
+    assert code == 0, err
+    report = (tmp_path / "p-heads.md").read_text()
+    assert "## What moves: 'it' in the two texts" in report and "| cat |" in report and "->" in report
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "q.html",
+                       "--contrast", "the cat sat because", "--targets", "cat")
+    assert_one_line_error(code, err, "'it' is not in the text")
+
+
+def test_export_writes_a_gpt2_folder_transformers_loads(run, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    code, stdout, err = cli("export", "--checkpoint", run / "tiny", "--out", tmp_path / "gpt2")
+    assert code == 0, err
+    hf = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "gpt2").eval()
+    ours = rt.load_checkpoint(run / "tiny").eval()
+    idx = torch.randint(ours.cfg.vocab_size, (2, 10))
+    with torch.no_grad():
+        torch.testing.assert_close(hf(idx).logits, ours(idx), atol=1e-5, rtol=0)
+    code, _, err = cli("export", "--checkpoint", run / "tiny", "--out", tmp_path / "gpt2")
+    assert_one_line_error(code, err, "not empty")
+    code, _, err = cli("export", "--checkpoint", run / "bigram", "--out", tmp_path / "other")
+    assert_one_line_error(code, err, "BigramLM")

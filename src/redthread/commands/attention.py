@@ -16,6 +16,7 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.serve.probe import (
     PRONOUNS,
+    contrast_report,
     heads_report,
     load_probe,
     rank_heads,
@@ -62,15 +63,21 @@ def attention_command(args, log=print) -> None:
     words = {w.lower() for w, _, _ in word_spans(text)}
     if source is None and args.targets is None:
         source = next((w for w in PRONOUNS if w in words), None)  # the example: a pronoun, if there is one
+    if args.contrast is not None and not args.contrast.strip():
+        raise RedthreadError("the --contrast text is empty")
     report = None
-    if source is not None or args.targets is not None:
+    if source is not None or args.targets is not None or args.contrast is not None:
         report = _fresh(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
 
     probe = load_probe(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
     payload = probe.attention_payload(text)
     if report is not None:  # computed before anything is written, so a bad word name writes nothing
         targets = None if args.targets is None else [t.strip() for t in args.targets.split(",") if t.strip()]
-        md = heads_report(rank_heads(probe, text, source, targets))
+        ranking = rank_heads(probe, text, source, targets)
+        md = heads_report(ranking)
+        if args.contrast is not None:  # the same word in a second text: what moves
+            other = rank_heads(probe, args.contrast, ranking["source"], targets)
+            md += "\n" + heads_report(other).replace("# Where", "## Where", 1) + "\n" + contrast_report(ranking, other)
     tab = payload["tabs"][0]
     L, H = len(tab["weights"]), len(tab["weights"][0])
     if args.layer is not None and not (0 <= args.layer < L and 0 <= args.head < H):

@@ -319,3 +319,28 @@ def heads_report(ranking: dict) -> str:
         tops = ", ".join(f"{t['layer']}.{t['head']}: {t['weight']:.3f}" for t in r["top"])
         lines.append(f"| {word} | {r['mean']:.3f} | {tops} |")
     return "\n".join(lines) + "\n"
+
+
+def contrast_report(a: dict, b: dict, top: int = 5) -> str:
+    """What moves between two rankings of the same source word over two texts (the source's
+    'tired' / 'wide' pair): for each word both rank, the mean weight in each text and the heads
+    whose weight changes most."""
+    common = [w for w in a["targets"] if w in b["targets"]]
+    lines = [
+        f"## What moves: '{a['source']}' in the two texts",
+        "",
+        f"- A: {a['text']}",
+        f"- B: {b['text']}",
+        "",
+        "| word | mean A | mean B | heads that move most (layer.head: A -> B) |",
+        "|---|---|---|---|",
+    ]
+    for w in common:
+        wa, wb = torch.tensor(a["targets"][w]["weights"]), torch.tensor(b["targets"][w]["weights"])  # (L, H)
+        H = wa.size(1)
+        moved = (wb - wa).abs().flatten().argsort(descending=True)[:top]
+        heads = ", ".join(f"{int(i) // H}.{int(i) % H}: {wa.flatten()[i]:.3f} -> {wb.flatten()[i]:.3f}" for i in moved)
+        lines.append(f"| {w} | {a['targets'][w]['mean']:.3f} | {b['targets'][w]['mean']:.3f} | {heads} |")
+    if not common:
+        lines.append("| (no word is ranked in both texts) | | | |")
+    return "\n".join(lines) + "\n"
