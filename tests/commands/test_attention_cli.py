@@ -28,7 +28,7 @@ def run(tmp_path_factory):
 
 def page_payload(path):
     html = path.read_text(encoding="utf-8")
-    m = re.search(r'<script type="application/json" id="payload">(.*?)</script>', html, re.S)
+    m = re.search(r'<script type="application/json" id="payload">(.*?)</script>', html, re.DOTALL)
     return json.loads(m.group(1).replace("<\\/", "</"))
 
 
@@ -103,7 +103,7 @@ def test_existing_files_are_kept_without_overwrite(run, tmp_path):
 
 
 def test_contrast_says_what_moves_between_two_texts(run, tmp_path):
-    code, stdout, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "p.html",
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "p.html",
                             "--contrast", "the cat sat on the mat because it was wide", "--targets", "cat,mat")
     assert code == 0, err
     report = (tmp_path / "p-heads.md").read_text()
@@ -115,7 +115,7 @@ def test_contrast_says_what_moves_between_two_texts(run, tmp_path):
 
 def test_export_writes_a_gpt2_folder_transformers_loads(run, tmp_path):
     transformers = pytest.importorskip("transformers")
-    code, stdout, err = cli("export", "--checkpoint", run / "tiny", "--out", tmp_path / "gpt2")
+    code, _, err = cli("export", "--checkpoint", run / "tiny", "--out", tmp_path / "gpt2")
     assert code == 0, err
     hf = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "gpt2").eval()
     ours = rt.load_checkpoint(run / "tiny").eval()
