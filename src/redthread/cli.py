@@ -9,6 +9,7 @@
     redthread attention --text "..."    the attention of a run or a pretrained model: offline explorer page, figures
     redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
     redthread export --checkpoint RUN   a Transformer run as a GPT-2 folder that Hugging Face transformers loads
+    redthread experiment NAME|all       test a claim of the essay: a report with figures and a computed verdict
 """
 
 from __future__ import annotations
@@ -142,6 +143,14 @@ def build_parser() -> Parser:
     exp.add_argument("--out", required=True, help="the folder to write (config.json, model.safetensors, tokenizer.json)")
     exp.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
 
+    xp = sub.add_parser("experiment", help="test a claim of the essay (C1-C14): a report with figures and a computed verdict")
+    xp.add_argument("name", help="an experiment name (see the list below), or all")
+    xp.add_argument("--quick", action="store_true", help="seconds on a CPU, fixed seeds (what the tests run)")
+    xp.add_argument("--out", help="report folder (default runs/experiments[/NAME])")
+    xp.add_argument("--seed", type=int, default=0)
+    xp.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
+    xp.add_argument("--no-progress", action="store_true")
+
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True)
     ev.add_argument("--data", help="a UTF-8 text file (default: the run's own data)")
@@ -201,6 +210,11 @@ def run(args) -> None:
             raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: only a TransformerLM exports to GPT-2")
         folder = export_gpt2(ckpt.model, args.out, tokenizer=ckpt.tokenizer, overwrite=args.overwrite)
         print(f"GPT-2 folder: {folder} (load it with transformers.GPT2LMHeadModel.from_pretrained)")
+    elif args.command == "experiment":
+        from redthread.commands.experiment import experiment_command
+
+        experiment_command(args.name, args.out, args.quick, args.seed, args.overwrite,
+                           show_progress=not args.no_progress and sys.stderr.isatty())
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run
 

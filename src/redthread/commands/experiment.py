@@ -1,0 +1,94 @@
+"""`redthread experiment NAME|all [--quick] [--out DIR]`: run experiments, write their reports.
+
+Each report folder holds report.md (the claim, the set-up, the criterion, the checks, figures and
+tables, the verdict), report.json (every number) and the PNG figures. `all` also writes index.md,
+one line per experiment with its verdict and a link.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from redthread.errors import RedthreadError
+from redthread.experiments import EXPERIMENTS, available, load
+from redthread.files import atomic_write_text
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise RedthreadError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise RedthreadError(f"{out} already holds a report; pass --overwrite to replace it")
+
+
+def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:
+    module = load(name)
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    report = module.run(quick=quick, seed=seed, progress=progress)
+    seconds = time.perf_counter() - t0
+    report.number("seconds", round(seconds, 2))
+    report.write(out)
+    return report, seconds
+
+
+def experiment_command(name: str, out: str | None, quick: bool, seed: int, overwrite: bool, show_progress: bool, log=print) -> None:
+    names = available() if name == "all" else [name]
+    if name != "all" and name not in EXPERIMENTS:
+        raise RedthreadError(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
+    root = Path(out or ("runs/experiments" if name == "all" else f"runs/experiments/{name}"))
+    check_out(root, overwrite)
+    for n in names:
+        load(n)  # every name resolves before anything runs
+    progress = _Progress(len(names), show_progress)
+    rows = []
+    t_all = time.perf_counter()
+    try:
+        for i, n in enumerate(names):
+            progress.start(i, n)
+            report, seconds = run_one(n, root / n if name == "all" else root, quick, seed, progress)
+            rows.append((n, report.claims, report.verdict, seconds))
+            log(f"{n:<24} {report.claims:<12} {report.verdict:<14} {seconds:6.1f} s")
+    finally:
+        progress.close()
+    total = time.perf_counter() - t_all
+    if name == "all":
+        lines = ["# Experiments: the claims of the seed, tested" + (" (quick)" if quick else ""), "",
+                 "| experiment | claims | verdict | seconds |", "|---|---|---|---|"]
+        lines += [f"| [{n}]({n}/report.md) | {c} | {v} | {s:.1f} |" for n, c, v, s in rows]
+        lines += ["", f"Total: {total / 60:.1f} min, seed {seed}."]
+        atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
+        log(f"index: {root / 'index.md'} ({total / 60:.1f} min)")
+    else:
+        log(f"report: {root / 'report.md'}")
+
+
+class _Progress:
+    """A rich progress bar over experiments; experiments may call update(fraction, text) inside."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total)
+        self.index = 0
+
+    def start(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+        if self.bar:
+            self.bar.update(self.task, completed=index, description=name)
+
+    def update(self, fraction: float, text: str = "") -> None:
+        if self.bar:
+            self.bar.update(self.task, completed=self.index + min(max(fraction, 0.0), 1.0),
+                            description=f"{self.name} {text}".strip())
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.stop()

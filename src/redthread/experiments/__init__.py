@@ -1,0 +1,55 @@
+"""One experiment per claim of the seed, each a module with `NAME`, `CLAIMS` and
+`run(quick, seed, progress) -> Report`; `redthread experiment NAME` runs one, `all` runs every one.
+
+Experiments and the claims they test (`../shared/mission/SEED_EN.md`):
+    regression              C1   linear regression -> E[y|x]; MSE = Gaussian likelihood
+    attention-as-regression C6   Nadaraya-Watson attention recovers a non-linear E[y|x]
+    scaling                 C7   Var(q.k) grows as d_k; without 1/sqrt(d_k) softmax saturates
+    rnn-gradients           C3   ||dh_T/dh_t|| against T - t: RNN, LSTM, Transformer
+    long-range              C3, C5, C6   recall accuracy against distance
+    sequential              C4   forward + backward time against sequence length
+    permutation             C8   equivariance without positions; an order task
+    heads                   C9   head specialisation and ablation
+    ffn                     C10  ablating FFN vs attention blocks
+    depth                   C11  depth with and without residuals / LayerNorm
+    sampling                C12  greedy, temperature, top-k, top-p
+    calibration             C12  reliability of next-token probabilities
+    coreference             C13  'it' -> 'animal' in a pretrained encoder
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from redthread.errors import RedthreadError
+
+EXPERIMENTS = {  # name -> module under redthread.experiments
+    "regression": "regression",
+    "attention-as-regression": "attention_regression",
+    "scaling": "scaling",
+    "rnn-gradients": "rnn_gradients",
+    "long-range": "long_range",
+    "sequential": "sequential",
+    "permutation": "permutation",
+    "heads": "heads",
+    "ffn": "ffn",
+    "depth": "depth",
+    "sampling": "sampling",
+    "calibration": "calibration",
+    "coreference": "coreference",
+}
+
+
+def available() -> list[str]:
+    """The experiments whose module exists in this install, in the order above."""
+    out = []
+    for name, module in EXPERIMENTS.items():
+        if importlib.util.find_spec(f"redthread.experiments.{module}") is not None:
+            out.append(name)
+    return out
+
+
+def load(name: str):
+    if name not in EXPERIMENTS or name not in available():
+        raise RedthreadError(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
+    return importlib.import_module(f"redthread.experiments.{EXPERIMENTS[name]}")
