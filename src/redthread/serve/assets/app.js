@@ -1,0 +1,239 @@
+"use strict";
+// The web app of `redthread serve`: asks its own server's JSON API (app.py) and shows the answers.
+//   Show attention  POST /api/attention -> the explorer (explorer.js) draws every layer x head
+//   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
+//                                          temperature, top-k, top-p, min-p), and where the cut falls
+//   Step            POST /api/step      -> one token drawn with the settings, appended to the text
+// Every request goes through act(): an error answer ({"error": "one line"}) or a lost server is
+// shown in #error, never thrown. body[data-ready="1"] once the models are listed; body[data-busy]
+// counts the actions in flight (tests and screenshots wait for "0").
+
+(() => {
+
+const CONFIG = JSON.parse(document.getElementById("app-config").textContent);
+const CANDIDATES = 20;  // rows in the next-token panel
+const NO_MODELS = "no Transformer runs under the runs folder: train one with `redthread train` or `redthread demo`";
+
+const $ = (id) => document.getElementById(id);
+const modelSelect = $("model-select"), textInput = $("text-input"), runButton = $("run-button");
+const stepButton = $("step-button"), panel = $("next-panel");
+const settings = { temperature: $("temperature"), topK: $("top-k"), topP: $("top-p"), minP: $("min-p") };
+
+// what is on show: the model and text of the last answer of /api/attention, and its kind
+let shown = null;
+let busy = 0;
+const latest = { attention: 0, next: 0 };  // the newest request of each kind; older answers are dropped
+
+// ---- talking to the server --------------------------------------------------------------------
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  let r;
+  try {
+    r = await fetch(path, init);
+  } catch (e) {
+    throw new Error(`no answer from the server (${path}): is redthread serve still running?`);
+  }
+  let data = null;
+  try { data = await r.json(); } catch (e) { /* not JSON: said below */ }
+  if (!r.ok) throw new Error(data && typeof data.error === "string" ? data.error : `${path}: HTTP ${r.status}`);
+  if (data === null) throw new Error(`${path}: the answer is not JSON`);
+  return data;
+}
+
+// Run one user action: errors go to #error, and body[data-busy] counts what is in flight.
+async function act(fn) {
+  setBusy(+1);
+  try {
+    await fn();
+  } catch (e) {
+    showError(e instanceof Error ? e.message : String(e));
+  } finally {
+    setBusy(-1);
+  }
+}
+
+function setBusy(change) {
+  busy += change;
+  document.body.dataset.busy = String(busy);
+  runButton.disabled = busy > 0 || modelSelect.options.length === 0;
+  stepButton.disabled = busy > 0 || !shown || shown.kind !== "lm";
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = false;
+}
+
+function clearError() { $("error").hidden = true; }
+
+// ---- models and text --------------------------------------------------------------------------
+
+async function loadModels() {
+  const models = await api("/api/models");
+  modelSelect.replaceChildren(...models.map((m) => {
+    const o = document.createElement("option");
+    o.value = m.name;
+    o.textContent = m.source === "pretrained" ? `${m.name} (pretrained)` : m.name;
+    return o;
+  }));
+  modelSelect.disabled = models.length === 0;
+  $("no-models").textContent = NO_MODELS;
+  $("no-models").hidden = models.length > 0;
+}
+
+function countChars() {
+  const n = textInput.value.length;
+  $("char-count").textContent = `${n.toLocaleString()} / ${CONFIG.maxChars.toLocaleString()} characters`;
+  $("char-count").classList.toggle("over", n > CONFIG.maxChars);
+}
+
+function setText(text) {
+  textInput.value = text;
+  countChars();
+}
+
+// ---- attention and the next-token panel -------------------------------------------------------
+
+async function showAttention() {
+  const model = modelSelect.value, text = textInput.value;
+  if (!model) throw new Error(NO_MODELS);
+  const seq = ++latest.attention;
+  const payload = await api("/api/attention", { model, text });
+  if (seq !== latest.attention) return;  // a newer request is on its way
+  clearError();
+  $("placeholder").hidden = true;
+  $("explorer").hidden = false;
+  window.RedthreadExplorer.render($("explorer"), payload);
+  shown = { model, text, kind: payload.kind };
+  if (payload.kind === "lm") {
+    await showNext();
+  } else {
+    encoderPanel(model);
+  }
+}
+
+function encoderPanel(model) {
+  latest.next++;  // an answer still on its way is for another model
+  panel.classList.add("off");
+  panel.dataset.kind = "encoder";
+  for (const el of Object.values(settings)) el.disabled = true;
+  $("next-message").textContent = `${model} is an encoder: it reads the whole text at once, in both `
+    + "directions, so it gives no next-token distribution (and cannot step).";
+  $("next-stats").textContent = "";
+  $("candidates").replaceChildren();
+}
+
+// The settings as the API takes them: an endpoint of a slider (or an empty box) means "off".
+function sampling() {
+  const k = settings.topK.value.trim(), p = +settings.topP.value, m = +settings.minP.value;
+  return {
+    temperature: +settings.temperature.value,
+    top_k: k === "" ? null : Number(k),  // a bad number is the API's to explain (422)
+    top_p: p >= 1 ? null : p,
+    min_p: m <= 0 ? null : m,
+  };
+}
+
+function showSettings() {
+  const t = +settings.temperature.value, p = +settings.topP.value, m = +settings.minP.value;
+  $("temperature-value").textContent = t === 0 ? "0 greedy" : t.toFixed(2);
+  $("top-p-value").textContent = p >= 1 ? "off" : p.toFixed(2);
+  $("min-p-value").textContent = m <= 0 ? "off" : m.toFixed(2);
+}
+
+async function showNext() {
+  if (!shown || shown.kind !== "lm") return;
+  const seq = ++latest.next;
+  const dist = await api("/api/next", { model: shown.model, text: shown.text, candidates: CANDIDATES, ...sampling() });
+  if (seq !== latest.next) return;
+  clearError();
+  panel.classList.remove("off");
+  panel.dataset.kind = "lm";
+  for (const el of Object.values(settings)) el.disabled = false;
+  $("next-message").textContent = "The most probable next tokens; the sample is drawn from the kept ones only.";
+  $("next-stats").textContent = `entropy ${dist.entropy.toFixed(3)} nats · perplexity `
+    + `${dist.perplexity.toFixed(2)} of ${dist.vocab_size.toLocaleString()} tokens`;
+  drawCandidates(dist);
+}
+
+function pct(p) { return `${(100 * p).toFixed(1)}%`; }
+
+function span(className, text) {
+  const el = document.createElement("span");
+  el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+// One row per candidate, in the model's order; the kept ones come first (every filter keeps the
+// most probable tokens), so the cut is a line after the last kept row.
+function drawCandidates(dist) {
+  const box = $("candidates"), cands = dist.candidates;
+  const max = Math.max(...cands.map((c) => Math.max(c.p, c.p_sample))) || 1;
+  const head = span("cand-head");
+  head.append(span("", "token"), span("", ""), span("", "p"), span("", "sample"));
+  const rows = [head];
+  const cut = span("cut-line");
+  cut.id = "kept-count";
+  const kept = `${dist.kept.toLocaleString()} of ${dist.vocab_size.toLocaleString()} tokens kept`;
+  if (dist.kept === dist.vocab_size) cut.textContent = `— no cut: all ${dist.vocab_size.toLocaleString()} tokens kept —`;
+  else if (dist.kept > cands.length) cut.textContent = `— cut below the list: ${kept} —`;
+  else cut.textContent = `— cut: ${kept} —`;
+  cands.forEach((c, i) => {
+    const row = document.createElement("button");
+    row.className = c.kept ? "cand" : "cand cut";
+    Object.assign(row.dataset, { id: c.id, p: c.p, pSample: c.p_sample });
+    row.title = `token ${c.id}: ${JSON.stringify(c.token)} · click to append it`;
+    const bars = span("bars");
+    const bp = span("bar p"), bs = span("bar ps");
+    bp.style.width = `${(100 * c.p / max).toFixed(2)}%`;
+    bs.style.width = `${(100 * c.p_sample / max).toFixed(2)}%`;
+    bars.append(bp, bs);
+    row.append(span("tok", window.RedthreadExplorer.shown(c.token)), bars, span("num p", pct(c.p)),
+      span("num ps", c.kept ? pct(c.p_sample) : "cut"));
+    row.onclick = () => act(() => extend(c.token));
+    rows.push(row);
+    const last = i === cands.length - 1;
+    if (c.kept && (last ? dist.kept < dist.vocab_size : !cands[i + 1].kept)) rows.push(cut);
+  });
+  if (!rows.includes(cut)) rows.push(cut);  // every candidate listed is kept and so are all the others
+  box.replaceChildren(...rows);
+}
+
+// Append a token to the text, then show the attention and the distribution of the longer text.
+async function extend(token) {
+  setText(textInput.value + token);
+  await showAttention();
+}
+
+async function step() {
+  const answer = await api("/api/step", { model: shown.model, text: textInput.value, candidates: CANDIDATES, ...sampling() });
+  setText(answer.text);
+  await showAttention();
+}
+
+// ---- wiring ---------------------------------------------------------------------------------
+
+textInput.maxLength = CONFIG.maxChars;
+textInput.oninput = countChars;
+textInput.onkeydown = (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !runButton.disabled) act(showAttention);
+};
+runButton.onclick = () => act(showAttention);
+stepButton.onclick = () => act(step);
+modelSelect.onchange = () => { if (shown) act(showAttention); };
+for (const el of Object.values(settings)) {
+  el.oninput = () => {
+    showSettings();
+    if (el.type === "number") act(showNext);  // a slider asks when it is let go (onchange)
+  };
+  el.onchange = () => { if (el.type === "range") act(showNext); };
+}
+showSettings();
+countChars();
+act(loadModels).then(() => { document.body.dataset.ready = "1"; });
+
+})();

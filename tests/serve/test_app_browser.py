@@ -1,0 +1,240 @@
+"""The web app's page in a real browser (Chromium, see tests/conftest.py) against the real server.
+
+uvicorn serves create_app() from a background thread over a runs folder holding one tiny
+random-init Transformer; each test opens the page at http://127.0.0.1:<port>/ and drives it as a
+user would. body[data-busy] counts the requests in flight, so a test waits for "0".
+"""
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+import torch
+import uvicorn
+
+import redthread as rt
+from redthread.data.tokenizers import CharTokenizer
+from redthread.serve.app import create_app
+
+TEXT = "to be or not to be"
+MAX_CHARS = 300
+# the head view's drawing: every line's opacity, in document order
+DRAWING = "() => [...document.querySelectorAll('#head-svg line')].map(e => e.getAttribute('stroke-opacity')).join(',')"
+# Chromium's own console line for an HTTP error answer; the page shows the message itself
+HTTP_ERROR = "Failed to load resource: the server responded with a status of 4"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    tok = CharTokenizer.from_text(TEXT + "\n")
+    torch.manual_seed(0)
+    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=2, n_head=2, d_model=16))
+    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    # port 0: the system picks a free port, read back once the server listens
+    config = uvicorn.Config(create_app(root, max_chars=MAX_CHARS), host="127.0.0.1", port=0, log_level="warning")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{srv.servers[0].sockets[0].getsockname()[1]}"
+    assert httpx.get(f"{base}/api/models", timeout=10).status_code == 200  # it answers
+    yield base
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+class App:
+    """The app's page, recording console errors, page errors and requests."""
+
+    def __init__(self, browser, base):
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.context.set_default_timeout(10_000)
+        self.page = self.context.new_page()
+        self.console, self.page_errors, self.requests = [], [], []
+        self.page.on("console", lambda m: m.type == "error" and self.console.append(m.text))
+        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(f"{base}/")
+        self.page.wait_for_selector("body[data-ready='1']")
+
+    def settle(self):  # every request answered and drawn
+        self.page.wait_for_selector("body[data-busy='0']", state="attached")
+
+    def show(self, text):
+        self.page.select_option("#model-select", "tiny")
+        self.page.fill("#text-input", text)
+        self.page.click("#run-button")
+        self.settle()
+
+    def view(self, name):
+        return self.page.get_attribute("#head-view", f"data-{name}")
+
+    def drawing(self):
+        return self.page.evaluate(DRAWING)
+
+    def next_api(self, text, **settings):
+        body = {"model": "tiny", "text": text, "candidates": 20, **settings}
+        return httpx.post(f"{self.base}/api/next", json=body, timeout=10).json()
+
+    def rows(self):
+        """The candidates as shown: id, token title, p and p sample as numbers (None where cut)."""
+        return self.page.eval_on_selector_all("#candidates .cand", """els => els.map(e => ({
+            id: +e.dataset.id, cut: e.classList.contains('cut'),
+            p: parseFloat(e.querySelector('.num.p').textContent),
+            ps: e.classList.contains('cut') ? null : parseFloat(e.querySelector('.num.ps').textContent)}))""")
+
+    def error(self):
+        return self.page.text_content("#error") if self.page.is_visible("#error") else None
+
+    def assert_clean(self, http_errors=False):
+        """No uncaught exception; no console error (but Chromium's line for a 4xx, where one was
+        asked for); no request anywhere but this server."""
+        assert self.page_errors == []
+        assert [m for m in self.console if not (http_errors and m.startswith(HTTP_ERROR))] == []
+        assert [u for u in self.requests if not u.startswith(f"{self.base}/") and not u.startswith("data:")] == []
+
+
+@pytest.fixture
+def app(browser, server):
+    opened = App(browser, server)
+    yield opened
+    opened.context.close()
+
+
+def test_app_loads_without_errors(app):
+    models = app.page.eval_on_selector_all("#model-select option", "os => os.map(o => o.value)")
+    assert models[0] == "tiny" and set(models) <= {"tiny", "minilm"}  # minilm where its package is installed
+    assert app.page.is_hidden("#error") and app.page.is_hidden("#no-models")
+    assert app.page.is_hidden("#explorer") and app.page.is_visible("#placeholder")
+    assert app.page.get_attribute("#text-input", "maxlength") == str(MAX_CHARS)
+    assert app.page.is_disabled("#step-button")  # nothing to step from yet
+    assert app.requests == [f"{app.base}/", f"{app.base}/api/models"]
+    app.assert_clean()
+
+
+def test_app_round_trip_shows_attention_and_next_token(app):
+    app.show("to be or no")
+    assert app.page.is_visible("#explorer") and app.error() is None
+    assert (app.view("kind"), app.view("layer"), app.view("head")) == ("decoder", "0", "0")
+    assert app.page.locator("#head-svg .tok.q").count() == len("to be or no")
+    assert app.page.locator("#head-svg line").count() > 0
+    assert app.page.locator("#thumbs canvas").count() == 2 * 2
+    assert app.page.text_content("#char-count").startswith(f"11 / {MAX_CHARS}")
+    # the panel shows what /api/next answers for the same text, rounded to 0.1%
+    want = app.next_api("to be or no")
+    rows = app.rows()
+    assert [r["id"] for r in rows] == [c["id"] for c in want["candidates"]]
+    for row, c in zip(rows, want["candidates"]):
+        assert row["p"] == pytest.approx(100 * c["p"], abs=0.051)
+        assert row["ps"] == pytest.approx(100 * c["p_sample"], abs=0.051)
+    assert f"entropy {want['entropy']:.3f} nats" in app.page.text_content("#next-stats")
+    assert app.page.text_content("#kept-count") == "— no cut: all 8 tokens kept —"
+    app.assert_clean()
+
+
+def test_app_settings_move_the_cut(app):
+    app.show(TEXT)
+    app.page.fill("#top-k", "3")
+    app.settle()
+    assert app.page.text_content("#kept-count") == "— cut: 3 of 8 tokens kept —"
+    assert [r["cut"] for r in app.rows()] == [False] * 3 + [True] * 5
+    # the cut line sits between the third and the fourth candidate
+    after = app.page.evaluate("() => document.querySelector('#kept-count').previousElementSibling.dataset.id")
+    assert int(after) == app.next_api(TEXT)["candidates"][2]["id"]
+    # temperature 0: greedy, one token kept with all the mass
+    app.page.fill("#top-k", "")
+    app.page.fill("#temperature", "0")
+    app.settle()
+    assert app.page.text_content("#temperature-value") == "0 greedy"
+    assert app.page.text_content("#kept-count") == "— cut: 1 of 8 tokens kept —"
+    assert app.rows()[0]["ps"] == 100.0
+    app.assert_clean()
+
+
+def test_app_step_and_candidate_click_append_a_token(app):
+    app.show(TEXT)
+    app.page.click("#step-button")
+    app.settle()
+    stepped = app.page.input_value("#text-input")
+    assert len(stepped) == len(TEXT) + 1 and stepped.startswith(TEXT)
+    assert app.page.locator("#head-svg .tok.q").count() == len(stepped)  # attention redrawn
+    token = app.next_api(stepped)["candidates"][1]["token"]
+    app.page.click("#candidates .cand >> nth=1")
+    app.settle()
+    assert app.page.input_value("#text-input") == stepped + token
+    assert app.page.locator("#head-svg .tok.q").count() == len(stepped) + 1
+    app.assert_clean()
+
+
+def test_app_shows_api_errors(app):
+    app.show(TEXT)
+    app.page.evaluate("t => { const box = document.querySelector('#text-input');"
+                      " box.value = t; box.dispatchEvent(new Event('input')); }", "to be " * 60)
+    assert app.page.text_content("#char-count").startswith(f"360 / {MAX_CHARS}")
+    app.page.click("#run-button")
+    app.settle()
+    assert app.error() == f"the text is 360 characters; the limit is {MAX_CHARS}"
+    app.page.fill("#text-input", "QQ")  # not in the tiny model's vocabulary: its 422 message
+    app.page.click("#run-button")
+    app.settle()
+    assert "Q" in app.error()
+    app.page.fill("#top-k", "0")  # the API's check of the settings
+    app.settle()
+    assert "top_k" in app.error()
+    app.page.fill("#top-k", "2")
+    app.show(TEXT)  # a good request clears the error
+    assert app.error() is None and app.page.text_content("#kept-count") == "— cut: 2 of 8 tokens kept —"
+    app.assert_clean(http_errors=True)
+
+
+def test_app_layer_select_changes_the_drawing(app):
+    app.show(TEXT)
+    first = app.drawing()
+    app.page.select_option("#layer-select", "1")
+    assert app.view("layer") == "1" and app.drawing() != first
+    app.page.select_option("#head-select", "all")
+    assert app.view("head") == "all"
+    # drawn again for a longer text, the explorer keeps the layer and head, and reacts once per event
+    app.page.click("#step-button")
+    app.settle()
+    assert (app.view("layer"), app.view("head")) == ("1", "all")
+    app.page.click("#head-svg .tok.q[data-i='2']")
+    assert (app.view("focus"), app.view("pinned")) == ("q:2", "1")
+    app.assert_clean()
+
+
+def test_app_encoder_has_no_next_token_panel(app):
+    # no encoder under the test runs folder: the attention answer is replaced by an encoder's
+    payload = httpx.post(f"{app.base}/api/attention", json={"model": "tiny", "text": TEXT}, timeout=10).json()
+    payload.update(kind="encoder", tabs=[{**payload["tabs"][0], "kind": "encoder"}])
+    app.page.route("**/api/attention", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=json.dumps(payload)))
+    app.show(TEXT)
+    assert app.view("kind") == "encoder"
+    assert "gives no next-token distribution" in app.page.text_content("#next-message")
+    assert app.page.get_attribute("#next-panel", "data-kind") == "encoder"
+    assert app.page.is_disabled("#step-button") and app.page.is_disabled("#temperature")
+    assert app.page.locator("#candidates .cand").count() == 0
+    assert not any("/api/next" in u for u in app.requests)
+    app.assert_clean()
+
+
+def test_app_without_models_says_how_to_train_one(browser, server):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.route("**/api/models", lambda route: route.fulfill(status=200, content_type="application/json", body="[]"))
+        page.goto(f"{server}/")
+        page.wait_for_selector("body[data-ready='1']")
+        assert page.text_content("#no-models") == (
+            "no Transformer runs under the runs folder: train one with `redthread train` or `redthread demo`")
+        assert page.is_visible("#no-models") and page.is_disabled("#run-button") and page.is_disabled("#model-select")
+    finally:
+        context.close()
