@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import redthread as rt
-from redthread.data.tokenizers import CharTokenizer
 from tests.test_cli import assert_one_line_error, cli, digest
+from tests.tiny import save_tiny_run
 
 TEXT = "the cat sat on the mat because it was tired"
 
@@ -18,10 +18,7 @@ TEXT = "the cat sat on the mat because it was tired"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    tok = CharTokenizer.from_text(TEXT + "\n.,")
-    torch.manual_seed(0)
-    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=48, n_layer=2, n_head=2, d_model=16))
-    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    tok = save_tiny_run(root / "tiny", TEXT + "\n.,", block_size=48)
     rt.save_checkpoint(root / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
     return root
 

@@ -6,8 +6,8 @@ from fastapi.testclient import TestClient
 
 import redthread as rt
 from redthread.cli import build_parser
-from redthread.data.tokenizers import CharTokenizer
 from redthread.serve.app import create_app
+from tests.tiny import save_tiny_run
 
 TEXT = "to be or not to be"
 
@@ -15,10 +15,7 @@ TEXT = "to be or not to be"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    tok = CharTokenizer.from_text(TEXT + "\n")
-    torch.manual_seed(0)
-    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=2, n_head=2, d_model=16))
-    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    tok = save_tiny_run(root / "tiny", TEXT + "\n")
     rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
     (root / "broken").mkdir()
     (root / "broken" / "checkpoint.safetensors").write_bytes(b"not a checkpoint")

@@ -11,12 +11,10 @@ import time
 
 import httpx
 import pytest
-import torch
 import uvicorn
 
-import redthread as rt
-from redthread.data.tokenizers import CharTokenizer
 from redthread.serve.app import create_app
+from tests.tiny import save_tiny_run
 
 TEXT = "to be or not to be"
 MAX_CHARS = 300
@@ -29,10 +27,7 @@ HTTP_ERROR = "Failed to load resource: the server responded with a status of 4"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    tok = CharTokenizer.from_text(TEXT + "\n")
-    torch.manual_seed(0)
-    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=2, n_head=2, d_model=16))
-    rt.save_checkpoint(root / "tiny", lm, tokenizer=tok)
+    save_tiny_run(root / "tiny", TEXT + "\n")
     # port 0: the system picks a free port, read back once the server listens
     config = uvicorn.Config(create_app(root, max_chars=MAX_CHARS), host="127.0.0.1", port=0, log_level="warning")
     srv = uvicorn.Server(config)
