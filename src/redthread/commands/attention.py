@@ -70,13 +70,13 @@ def attention_command(args, log=print) -> None:
         report = _fresh(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
 
     probe = load_probe(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
-    payload = probe.attention_payload(text)
+    payload = probe.attention_payload(text, args.target)
     if report is not None:  # computed before anything is written, so a bad word name writes nothing
         targets = None if args.targets is None else [t.strip() for t in args.targets.split(",") if t.strip()]
-        ranking = rank_heads(probe, text, source, targets)
+        ranking = rank_heads(probe, text, source, targets, target_text=args.target)
         md = heads_report(ranking)
         if args.contrast is not None:  # the same word in a second text: what moves
-            other = rank_heads(probe, args.contrast, ranking["source"], targets)
+            other = rank_heads(probe, args.contrast, ranking["source"], targets, target_text=args.target)
             md += "\n" + heads_report(other).replace("# Where", "## Where", 1) + "\n" + contrast_report(ranking, other)
     tab = payload["tabs"][0]
     L, H = len(tab["weights"]), len(tab["weights"][0])

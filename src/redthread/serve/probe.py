@@ -72,7 +72,7 @@ class Probe:
 
     name: str
     model: nn.Module
-    kind: str  # "lm" or "encoder"
+    kind: str  # "lm", "encoder" or "seq2seq"
     description: str
     context: int  # the most tokens the model reads at once
     read: object  # text -> Tokens
@@ -98,19 +98,33 @@ class Probe:
         return next(self.model.parameters()).device
 
     @torch.inference_mode()
-    def attention(self, text: str):
-        """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text."""
+    def attention(self, text: str, target: str | None = None):
+        """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text. An
+        encoder-decoder reads `text` as its source and `target` as the decoder's input; then the
+        answer is (source tokens, maps, target tokens)."""
         toks = self.tokens(text)
-        idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
+        idx = torch.tensor([toks.ids], device=self._device())  # (1, S)
+        if self.kind != "seq2seq":
+            if target is not None:
+                raise RedthreadError(f"{self.name} is not an encoder-decoder: it takes no target text")
+            with record_attention(self.model) as maps:
+                self.model(idx)
+            return toks, maps, toks
+        if target is None:
+            raise RedthreadError(f"{self.name} is an encoder-decoder: give the decoder's input as a target text too")
+        tgt = self.tokens(target)
         with record_attention(self.model) as maps:
-            self.model(idx)
-        return toks, maps
+            self.model(idx, torch.tensor([tgt.ids], device=self._device()))  # (1, S), (1, T)
+        return toks, maps, tgt
 
-    def attention_payload(self, text: str, title: str | None = None) -> dict:
+    def attention_payload(self, text: str, target: str | None = None, title: str | None = None) -> dict:
         """The explorer's payload: every recorded kind as one tab of (L, H, T, S) weights."""
-        toks, maps = self.attention(text)
-        tabs = [payload_tab(kind, toks.labels, toks.labels, maps.stacked(kind)[:, 0]) for kind in maps.kinds]
-        return {"title": title or text.strip(), "model": self.description, "notice": toks.notice, "tabs": tabs}
+        src, maps, tgt = self.attention(text, target)
+        labels = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}
+        tabs = [payload_tab(kind, labels[kind][0].labels, labels[kind][1].labels, maps.stacked(kind)[:, 0])
+                for kind in maps.kinds]
+        notice = "; ".join(n for n in dict.fromkeys((src.notice, tgt.notice)) if n) or None
+        return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs}
 
     @torch.inference_mode()
     def next_token(
@@ -151,7 +165,7 @@ class Probe:
 
     def _next(self, text, temperature, top_k, top_p, min_p, candidates) -> tuple[dict, torch.Tensor]:
         if self.kind != "lm":
-            raise RedthreadError(f"{self.name} is an encoder: it gives no next-token distribution")
+            raise RedthreadError(f"{self.name} is not a language model: it gives no next-token distribution here")
         if not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
             raise RedthreadError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
         processors, greedy = build_processors(temperature, top_k, top_p, min_p)
@@ -201,11 +215,11 @@ def load_probe(checkpoint: str | Path | None = None, pretrained: str | Path | No
 
 def _probe_run(path: Path, device: str) -> Probe:
     from redthread.data.tokenizers import BPETokenizer, CharTokenizer
-    from redthread.models.transformer import TransformerLM
+    from redthread.models.transformer import EncoderDecoder, TransformerLM
     from redthread.train.checkpoint import read_checkpoint
 
     ckpt = read_checkpoint(path, map_location=device)
-    if not isinstance(ckpt.model, TransformerLM):
+    if not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
         raise RedthreadError(
             f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
         )
@@ -219,9 +233,10 @@ def _probe_run(path: Path, device: str) -> Probe:
     else:
         raise RedthreadError(f"{path}: unsupported tokenizer {type(tok).__name__}")
     cfg = ckpt.model.cfg
-    desc = f"redthread Transformer LM, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
+    kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
+    desc = f"redthread {what}, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
     name = path.name if path.is_dir() else path.parent.name
-    return Probe(name, ckpt.model.eval(), "lm", desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
+    return Probe(name, ckpt.model.eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
 
 
 def _probe_pretrained(name: str | Path, device: str) -> Probe:
@@ -257,11 +272,14 @@ def token_positions(toks: Tokens, start: int, end: int) -> list[int]:
     return [i for i, (a, b) in enumerate(toks.spans) if b > a and a < end and b > start]
 
 
-def rank_heads(probe: Probe, text: str, source: str | None = None, targets: list[str] | None = None, top: int = 5) -> dict:
+def rank_heads(
+    probe: Probe, text: str, source: str | None = None, targets: list[str] | None = None, top: int = 5,
+    target_text: str | None = None,
+) -> dict:
     """How much weight the word `source` (default: the first pronoun) puts on each target word, per
     layer and head, ranked. A word split into several tokens: the query is its last token (in a
     causal model it has seen the whole word) and the weight on a target is summed over its tokens."""
-    toks, maps = probe.attention(text)
+    toks, maps, _ = probe.attention(text, target_text)  # an encoder-decoder: its encoder's self-attention
     # every occurrence of every word, with the tokens it covers inside the context
     seen = [(w.lower(), token_positions(toks, a, b)) for w, a, b in word_spans(text)]
     seen = [(w, pos) for w, pos in seen if pos]
