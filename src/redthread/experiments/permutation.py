@@ -1,0 +1,275 @@
+"""Claim C8: self-attention alone is insensitive to order (permuting the input permutes the output);
+positional encoding injects order.
+
+Reference: Vaswani et al. 2017, "Attention Is All You Need", section 3.5 (sinusoidal positional
+encoding, added to the token embeddings because "the model contains no recurrence and no
+convolution"). Self-attention computes softmax(Q K^T / sqrt(d)) V row by row with the same
+weights at every position, so for a permutation matrix P, Attn(P X) = P Attn(X); so do the
+position-wise FFN, the residual connections and LayerNorm, hence a whole encoder without a causal
+mask (Lee et al. 2019, "Set Transformer", property 1).
+
+Set-up, in two parts:
+1. Equivariance, measured in float32 on random inputs and random permutations: `MultiHeadAttention`
+   alone, and a 2-layer bidirectional `Encoder` with pos="none" and with pos="sinusoidal"; the
+   error is max |f(x[perm]) - f(x)[perm]|. A causal `TransformerLM` with pos="none" is measured
+   too, without a check: its mask is itself an order (position t sees t + 1 tokens), so it is not
+   equivariant even without a positional encoding.
+2. Learnability of an order-dependent task: read [CLS, s_1, ..., s_T] (s_i uniform over V symbols)
+   and name s_1, the first token, from the CLS position's output. Without positions the CLS output
+   is a function of the multiset {s_1 .. s_T} only, and the best any such function can do is to
+   guess P(s_1 = v | multiset) = count(v) / T: accuracy E[max_v count(v)] / T, computed exactly on
+   the validation sequences. With sinusoidal positions the task is a single attention lookup.
+
+Why this criterion: float32 arithmetic reorders sums, so an exactly equivariant map still shows
+errors of order 1e-7 to 1e-6 relative to outputs of order 1; 1e-5 admits that and nothing more,
+and the sinusoidal encoder must miss by more than a thousand times that. The order-blind model
+must not beat the multiset bound (beyond 0.03 of sampling noise on the validation set), and the
+model with positions must name the first token in at least 95 % of the validation sequences.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import matplotlib.pyplot as plt
+import torch
+from torch import Tensor, nn
+
+from redthread.experiments.report import Report
+from redthread.layers.attention import MultiHeadAttention
+from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
+from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.objectives import token_nll
+
+NAME, CLAIMS = "permutation", "C8"
+EQUIVARIANT = 1e-5  # max |f(x[perm]) - f(x)[perm]| without positions, at most
+BROKEN = 1e-2  # the same error with sinusoidal positions, at least
+BOUND_SLACK = 0.03  # accuracy without positions at most the multiset bound + this
+LEARNED = 0.95  # accuracy with positions, at least
+VOCAB, LENGTH = 16, 8  # symbols, sequence length (the CLS token comes first, id VOCAB)
+MODEL = {"n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 128}
+TRAIN = {"batch_size": 64, "lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 20, "weight_decay": 0.0}
+
+
+def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+    n_perm = 10 if quick else 50
+    steps = 300 if quick else 600
+    seeds = [seed] if quick else [seed, seed + 1, seed + 2]
+    report = Report(
+        NAME, CLAIMS, quick=quick,
+        setup=(
+            f"(1) {n_perm} random permutations of random inputs (batch 8, {LENGTH + 1} positions, d_model "
+            f"{MODEL['d_model']}, float32) through MultiHeadAttention ({MODEL['n_head']} heads, no mask) and a {MODEL['n_layer']}-layer "
+            "bidirectional Encoder with pos='none' and pos='sinusoidal' (and a causal TransformerLM with pos='none', "
+            f"unchecked); error = max |f(x[perm]) − f(x)[perm]|. (2) Name the first of {LENGTH} tokens (uniform over "
+            f"{VOCAB} symbols) from a CLS token's output: Encoder ({MODEL['n_layer']} layers, {MODEL['n_head']} heads, "
+            f"d_model {MODEL['d_model']}, d_ff {MODEL['d_ff']}) + a linear head, 20000 training and 2000 validation "
+            f"sequences, AdamW {steps} steps of batch {TRAIN['batch_size']}, lr {TRAIN['lr']}, seeds {seeds}, with "
+            "pos='none' and pos='sinusoidal' from the same initial weights."
+        ),
+        criterion=(
+            f"(1) Without positions (MultiHeadAttention, Encoder pos='none') the error is ≤ {EQUIVARIANT:g} for every "
+            f"permutation; (2) with sinusoidal positions it is ≥ {BROKEN:g} for every permutation; (3) for every seed the "
+            f"model without positions has validation accuracy ≤ the multiset bound + {BOUND_SLACK}, and (4) the model "
+            f"with sinusoidal positions ≥ {LEARNED}."
+        ),
+    )
+    with _one_thread():
+        errors = _equivariance(n_perm, seed)
+        if progress is not None:
+            progress.update(0.1, "training")
+        runs = []
+        for i, s in enumerate(seeds):
+            runs.append(_learn(s, steps))
+            if progress is not None:
+                progress.update(0.1 + 0.9 * (i + 1) / len(seeds), f"seed {s}")
+
+    for key, values in errors.items():
+        report.number(f"error_{key}", values)
+    blind = max(max(errors["attention"]), max(errors["encoder_none"]))
+    ordered = min(errors["encoder_sinusoidal"])
+    report.decide(blind <= EQUIVARIANT, f"without positions, error ≤ {EQUIVARIANT:g}", f"largest {blind:.1e}")
+    report.decide(ordered >= BROKEN, f"with sinusoidal positions, error ≥ {BROKEN:g}", f"smallest {ordered:.2e}")
+    over = max(r["accuracy_none"] - r["bound"] for r in runs)
+    learned = min(r["accuracy_sinusoidal"] for r in runs)
+    report.decide(over <= BOUND_SLACK, f"accuracy without positions ≤ multiset bound + {BOUND_SLACK}",
+                  f"largest excess over the bound {over:+.3f}")
+    report.decide(learned >= LEARNED, f"accuracy with sinusoidal positions ≥ {LEARNED}", f"lowest {learned:.3f}")
+    for key in ("accuracy_none", "accuracy_sinusoidal", "bound", "nll_none", "nll_sinusoidal", "bound_nll"):
+        report.number(key, [r[key] for r in runs])
+    report.number("seeds", seeds)
+
+    names = {"attention": "MultiHeadAttention, no mask", "encoder_none": "Encoder, pos='none'",
+             "encoder_sinusoidal": "Encoder, pos='sinusoidal'", "causal_none": "causal TransformerLM, pos='none' (unchecked)"}
+    report.table(["model", "largest error", "median error", "smallest error"],
+                 [[names[k], max(v), _median(v), min(v)] for k, v in errors.items()],
+                 title=f"max |f(x[perm]) − f(x)[perm]| over {n_perm} permutations (float32)")
+    report.table(["seed", "accuracy, no positions", "multiset bound", "accuracy, sinusoidal", "val NLL, no positions",
+                  "multiset bound NLL", "val NLL, sinusoidal"],
+                 [[s, r["accuracy_none"], r["bound"], r["accuracy_sinusoidal"], r["nll_none"], r["bound_nll"],
+                   r["nll_sinusoidal"]] for s, r in zip(seeds, runs)],
+                 title=f"Name the first of {LENGTH} tokens ({VOCAB} symbols; chance 1/{VOCAB} = {1 / VOCAB:.4f})")
+    report.figure("equivariance", _plot_errors(errors, names), "Permuting the input of an order-blind model permutes its "
+                  "output up to float32 rounding; sinusoidal positions (and a causal mask) break the symmetry.")
+    report.figure("first_token", _plot_learning(runs), "Training NLL: without positions the model stops at what the "
+                  "multiset of tokens allows; with sinusoidal positions it goes on to name the first token.")
+    report.note(f"The causal TransformerLM without positional encoding moves by up to {max(errors['causal_none']):.2f} "
+                "under a permutation: the causal mask gives position t exactly t + 1 visible tokens, an order of its own, "
+                "so only self-attention without a mask is order-blind.")
+    return report
+
+
+@contextmanager
+def _one_thread():
+    """Tiny matrices on a shared CPU: one intra-op thread is faster, and timings do not swing with other jobs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@torch.no_grad()
+def _equivariance(n_perm: int, seed: int) -> dict[str, list[float]]:
+    g = torch.Generator().manual_seed(seed)
+    T, C = LENGTH + 1, MODEL["d_model"]
+    torch.manual_seed(seed)
+    attention = MultiHeadAttention(C, MODEL["n_head"]).eval()
+    models = {
+        "encoder_none": Encoder(_config("none")).eval(),
+        "encoder_sinusoidal": Encoder(_config("sinusoidal")).eval(),
+        "causal_none": TransformerLM(_config("none")).eval(),
+    }
+    out = {"attention": [], **{k: [] for k in models}}
+    for _ in range(n_perm):
+        perm = torch.randperm(T, generator=g)  # (T,)
+        x = torch.randn(8, T, C, generator=g)  # (B, T, C)
+        out["attention"].append(float((attention(x[:, perm])[0] - attention(x)[0][:, perm]).abs().max()))
+        idx = torch.randint(VOCAB + 1, (8, T), generator=g)  # (B, T)
+        for key, model in models.items():
+            out[key].append(float((model(idx[:, perm]) - model(idx)[:, perm]).abs().max()))
+    return out
+
+
+def _config(pos: str) -> TransformerConfig:
+    return TransformerConfig(vocab_size=VOCAB + 1, block_size=LENGTH + 1, pos=pos, **MODEL)
+
+
+class FirstTokenClassifier(nn.Module):
+    """Encoder + a linear head on the CLS position: idx (B, T) -> logits (B, V) of P(first token | sequence)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.encoder = Encoder(cfg)
+        self.head = nn.Linear(cfg.d_model, VOCAB)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        return self.head(self.encoder(idx)[:, 0])  # (B, T, C) -> (B, C) -> (B, V)
+
+
+class FirstTokenData:
+    """[CLS, s_1 .. s_T] -> s_1, with s_i uniform over VOCAB symbols; a data source for the training loop."""
+
+    def __init__(self, n_train: int, n_val: int, seed: int):
+        g = torch.Generator().manual_seed(seed)
+        self.splits = {}
+        for name, n in (("train", n_train), ("val", n_val)):
+            seqs = torch.randint(VOCAB, (n, LENGTH), generator=g)  # (N, T)
+            cls = torch.full((n, 1), VOCAB)  # (N, 1): the CLS token
+            self.splits[name] = (torch.cat([cls, seqs], 1), seqs[:, 0])  # (N, T + 1), (N,)
+
+    def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        x, y = self.splits[split]
+        i = torch.randint(len(x), (batch_size,), generator=generator)  # (B,)
+        return x[i], y[i]
+
+    def eval_batches(self, split: str, batch_size: int, max_batches: int | None = None):
+        x, y = self.splits[split]
+        for b, start in enumerate(range(0, len(x), batch_size)):
+            if max_batches is not None and b >= max_batches:
+                return
+            yield x[start : start + batch_size], y[start : start + batch_size]
+
+    def tokens_per_char(self, split: str) -> None:
+        return None
+
+    def multiset_bound(self, split: str = "val") -> tuple[float, float]:
+        """The best accuracy and NLL of any order-blind predictor: P(s_1 = v | multiset) = count(v) / T."""
+        x, y = self.splits[split]
+        counts = torch.nn.functional.one_hot(x[:, 1:], VOCAB).sum(1).double()  # (N, V)
+        accuracy = float(counts.max(-1).values.mean() / LENGTH)
+        nll = float(-(counts.gather(1, y[:, None])[:, 0] / LENGTH).log().mean())
+        return accuracy, nll
+
+
+def _learn(seed: int, steps: int) -> dict:
+    data = FirstTokenData(20000, 2000, seed)
+    bound, bound_nll = data.multiset_bound()
+    out = {"bound": bound, "bound_nll": bound_nll}
+    for pos in ("none", "sinusoidal"):
+        torch.manual_seed(seed)  # the same initial weights with and without positions
+        model = FirstTokenClassifier(_config(pos))
+        curve = _LossCurve()
+        cfg = TrainConfig(max_iters=steps, eval_interval=steps, eval_batches=1, log_interval=steps, seed=seed, device="cpu",
+                          **TRAIN)
+        train(model, data, cfg, objective=curve, progress=False)
+        out[f"losses_{pos}"] = curve.losses
+        out[f"accuracy_{pos}"] = _accuracy(model, data)
+        out[f"nll_{pos}"] = evaluate(model, data, "val", batch_size=500)["nll"]
+    return out
+
+
+class _LossCurve:
+    """token_nll that keeps each training step's loss (the loop itself logs only every log_interval steps)."""
+
+    def __init__(self):
+        self.losses: list[float] = []
+
+    def __call__(self, logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
+        loss = token_nll(logits, targets, reduction=reduction)
+        if reduction == "mean" and torch.is_grad_enabled():
+            self.losses.append(loss.item())
+        return loss
+
+
+@torch.no_grad()
+def _accuracy(model: nn.Module, data: FirstTokenData) -> float:
+    model.eval()
+    x, y = data.splits["val"]
+    return float((model(x).argmax(-1) == y).double().mean())
+
+
+def _median(values: list[float]) -> float:
+    return float(torch.tensor(values).median())
+
+
+def _plot_errors(errors: dict, names: dict) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    for i, (key, values) in enumerate(errors.items()):
+        ax.scatter([i] * len(values), [max(v, 1e-12) for v in values], s=12, alpha=0.6)
+    ax.axhline(EQUIVARIANT, color="k", ls=":", lw=1, label=f"tolerance {EQUIVARIANT:g}")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(errors)), [names[k].replace(", ", ",\n", 1) for k in errors], fontsize=8)
+    ax.set_ylabel("max |f(x[perm]) − f(x)[perm]|")
+    ax.set_title("Permute, run, permute back")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _plot_learning(runs: list[dict]) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    for i, r in enumerate(runs):
+        for pos, style, color, label in (("sinusoidal", "-", "C0", "sinusoidal positions"), ("none", "--", "C1", "no positions")):
+            losses = torch.tensor(r[f"losses_{pos}"])
+            smooth = losses[: len(losses) // 10 * 10].view(-1, 10).mean(-1)  # (steps / 10,)
+            ax.plot(torch.arange(len(smooth)) * 10 + 10, smooth, style, color=color, alpha=0.8, label=label if i == 0 else None)
+    ax.axhline(runs[0]["bound_nll"], color="C1", ls=":", lw=1, label="best order-blind NLL (multiset bound)")
+    ax.axhline(math.log(VOCAB), color="0.5", ls=":", lw=1, label=f"chance, log {VOCAB}")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training NLL (nats), mean over 10 steps")
+    ax.set_title(f"Name the first of {LENGTH} tokens")
+    ax.legend(fontsize=8)
+    return fig
