@@ -1,0 +1,239 @@
+"""Claim C12: generation is iterative sampling from the learned P(next | context): greedy,
+temperature, top-k, top-p (nucleus).
+
+Set-up: an order-2 Markov chain over 16 symbols (a hierarchical Dirichlet table,
+`redthread.data.synthetic.MarkovSource`) stands in for text, because its true conditional
+distribution is known: a sample can be scored under the truth as well as under the model. A small
+Transformer learns it by maximum likelihood through the shared loop. Then, from the first PROMPT
+tokens of held-out sequences, `redthread.generate` continues each one with every strategy, and
+the continuations are measured:
+
+- NLL under the model: the mean -log P_model(token | context) of the sampled tokens;
+- NLL under the truth: the same under the true chain, beside the held-out continuations' own;
+- distinct-n (Li et al. 2016): distinct n-grams / all n-grams over every continuation;
+- repetition (seq-rep-n, Welleck et al. 2019): 1 - distinct / all n-grams within a continuation,
+  averaged over continuations;
+- kept mass: the model's probability on the tokens a truncation keeps, at every step.
+
+Why the criterion: sampling is what the processors say it is only if every drawn token comes from
+the distribution q they leave, so the mean NLL of the draws under q must equal the mean of its
+entropies, E_q[-log q] = H(q), to within sampling error (a martingale difference, so its standard
+error is the plain one). Maximum likelihood ties temperature 1 to the data: scaling the logits z by
+beta is one direction the model can move, and at the optimum of the likelihood its derivative,
+E_q[z] - E_data[z], vanishes, which is E_data[-log q] = H(q) on the data it was fitted to: for a
+fit that generalises, the model is as surprised by real text as by its own unchanged samples
+(which visit the contexts the model predicts, close to the data's for a good fit). A lower temperature or a truncation makes the samples too
+likely, a higher temperature too unlikely. Every truncation keeps only the most probable tokens,
+so it trades diversity for likelihood, greedy at one end; and top-p keeps at least p of the mass
+at every step (Holtzman et al. 2019, §3.1), however many tokens that takes. Scores under the true
+chain are reported beside, not decided on: they measure how well the model learned the chain
+(the reverse KL of its tail), not how it is sampled.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from redthread.data.synthetic import MarkovSource
+from redthread.experiments.report import Report
+from redthread.generate.processors import build_processors, process
+from redthread.generate.sampler import generate
+from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train.loop import TrainConfig, evaluate, train
+
+NAME, CLAIMS = "sampling", "C12"
+ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # entropy rate 1.2 nats, top symbol p 0.5 on average
+LENGTH, PROMPT = 48, 8  # each sequence: PROMPT real tokens, then LENGTH - PROMPT generated
+STRATEGIES = {  # label -> settings of generate()
+    "greedy": {"temperature": 0.0},
+    "temperature 0.7": {"temperature": 0.7},
+    "top-k 4": {"top_k": 4},
+    "top-p 0.9": {"top_p": 0.9},
+    "temperature 1": {"temperature": 1.0},
+    "temperature 1.5": {"temperature": 1.5},
+}
+UNCHANGED, FLAT = "temperature 1", "temperature 1.5"
+TRUNCATIONS = ("temperature 0.7", "top-k 4", "top-p 0.9")  # each keeps or favours the most probable tokens
+TOP_P = 0.9
+N_GRAM = 4  # n of distinct-n and seq-rep-n
+SAMPLER_SE = 4.0  # mean NLL - mean entropy of the draws, at most this many standard errors either way
+SAME_SURPRISE = 0.05  # nats: temperature-1 continuations vs real ones, NLL under the model
+LETTERS = "abcdefghijklmnop"
+
+
+class ChainLM(TransformerLM):
+    """The Transformer LM over the chain's symbols and a start marker (id VOCAB). The marker is never a
+    target (the chain has no end), so its logit is masked out: the model is a P(next | context) over
+    the VOCAB symbols alone, and no strategy can draw a token the chain cannot emit."""
+
+    def forward(self, idx: torch.Tensor, cache=None) -> torch.Tensor:
+        logits = super().forward(idx, cache=cache)  # (B, T, VOCAB + 1)
+        return logits.index_fill(-1, torch.tensor([VOCAB], device=logits.device), float("-inf"))
+
+
+def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+    n_train, n_prompts = (2000, 256) if quick else (8000, 2000)
+    steps, n_layer = (300, 1) if quick else (1500, 2)
+    report = Report(
+        NAME, CLAIMS, quick=quick,
+        setup=(
+            f"Source: an order-{ORDER} Markov chain over {VOCAB} symbols (MarkovSource, concentration {CONCENTRATION}, "
+            f"hierarchy {HIERARCHY}, seed {seed}), sequences of {LENGTH} tokens; {n_train} for training, {n_prompts} "
+            f"held out. Model: a {n_layer}-layer Transformer (4 heads, d_model 64, learned positions) trained by "
+            f"maximum likelihood for {steps} steps of batch 32 (AdamW, lr 5e-3 with warm-up and cosine decay). "
+            f"Each held-out sequence's first {PROMPT} tokens are a prompt, continued by {LENGTH - PROMPT} tokens with "
+            f"each strategy ({', '.join(STRATEGIES)}; redthread.generate, KV cache, seed {seed}). The model's "
+            f"distributions at every generated step are recomputed in one forward pass and passed through the same "
+            f"processors (build_processors) to get what each strategy drew from. n-grams: n = {N_GRAM}."
+        ),
+        criterion=(
+            f"(1) For every sampling strategy, the mean NLL of the drawn tokens under the distribution the processors "
+            f"leave equals the mean entropy of that distribution within {SAMPLER_SE:g} standard errors. (2) Under the "
+            f"model, the temperature-1 continuations' NLL is within {SAME_SURPRISE} nats of the real continuations', "
+            f"and closer to it than any other strategy's. (3) NLL under the model: greedy < each of "
+            f"{', '.join(TRUNCATIONS)} < temperature 1 < temperature 1.5; greedy has the lowest distinct-{N_GRAM} "
+            f"and the highest repetition. (4) Top-p {TOP_P} keeps at least {TOP_P} of the model's mass at every step."
+        ),
+    )
+    source = MarkovSource(order=ORDER, vocab_size=VOCAB, concentration=CONCENTRATION, hierarchy=HIERARCHY, seed=seed)
+    data = source.data(n_train, n_prompts, LENGTH, seed=seed)
+    torch.manual_seed(seed)
+    model = ChainLM(TransformerConfig(vocab_size=data.vocab_size, block_size=data.block_size, n_layer=n_layer,
+                                      n_head=4, d_model=64, pos="learned"))
+    train(model, data, TrainConfig(max_iters=steps, batch_size=32, lr=5e-3, min_lr=5e-4, warmup_iters=30,
+                                   eval_interval=steps, eval_batches=5, seed=seed, device="cpu"), progress=False)
+    val_nll = evaluate(model, data, "val", batch_size=256)["nll"]
+    real = np.stack(data.sequences("val"))  # (N, L)
+    bayes = source.bayes_nll(real)
+    if progress is not None:
+        progress.update(0.6, "trained")
+
+    prompts = torch.cat([torch.full((n_prompts, 1), data.boundary), torch.from_numpy(real[:, :PROMPT])], dim=1)
+    rows = {"real data": measure(model, source, torch.cat([prompts[:, :1], torch.from_numpy(real)], 1), None)}
+    for i, (label, settings) in enumerate(STRATEGIES.items()):
+        seq = generate(model, prompts, LENGTH - PROMPT, seed=seed + i, **settings)  # (N, 1 + L)
+        rows[label] = measure(model, source, seq, settings)
+        if progress is not None:
+            progress.update(0.6 + 0.4 * (i + 1) / len(STRATEGIES), label)
+
+    for label, m in rows.items():
+        for key, value in m.items():
+            if key != "sample":
+                report.number(f"{label}.{key}", value)
+    report.number("val_nll", val_nll)
+    report.number("bayes_nll", bayes)
+    report.number("entropy_rate", source.entropy_rate())
+
+    drawn = [s for s in STRATEGIES if s != "greedy"]
+    worst = max(drawn, key=lambda s: abs(rows[s]["sampler_gap"]) / rows[s]["sampler_se"])
+    z = abs(rows[worst]["sampler_gap"]) / rows[worst]["sampler_se"]
+    report.decide(z <= SAMPLER_SE, f"every strategy: NLL of its draws within {SAMPLER_SE:g} s.e. of their entropy",
+                  f"largest {z:.2f} s.e. ({worst}: {rows[worst]['sampler_gap']:+.4f} nats)")
+    real_nll = rows["real data"]["nll_model"]
+    gaps = {s: abs(rows[s]["nll_model"] - real_nll) for s in STRATEGIES}
+    closest = min(gaps, key=gaps.get)
+    report.decide(gaps[UNCHANGED] <= SAME_SURPRISE and closest == UNCHANGED,
+                  f"under the model, temperature 1 within {SAME_SURPRISE} nats of real continuations and the closest",
+                  f"temperature 1: {rows[UNCHANGED]['nll_model']:.4f} vs real {real_nll:.4f} (gap {gaps[UNCHANGED]:.4f}); "
+                  f"closest: {closest}")
+    nll = {s: rows[s]["nll_model"] for s in STRATEGIES}
+    ordered = (all(nll["greedy"] < nll[s] < nll[UNCHANGED] for s in TRUNCATIONS) and nll[UNCHANGED] < nll[FLAT])
+    dull = (min(STRATEGIES, key=lambda s: rows[s]["distinct"]) == "greedy"
+            and max(STRATEGIES, key=lambda s: rows[s]["repetition"]) == "greedy")
+    report.decide(ordered and dull, "greedy < truncations < temperature 1 < 1.5 in NLL; greedy least diverse, most repetitive",
+                  ", ".join(f"{s} {nll[s]:.3f}" for s in STRATEGIES) + f"; greedy distinct-{N_GRAM} "
+                  f"{rows['greedy']['distinct']:.3f}, repetition {rows['greedy']['repetition']:.3f}")
+    top_p = rows[f"top-p {TOP_P}"]
+    report.decide(top_p["kept_mass_min"] >= TOP_P, f"top-p {TOP_P} keeps >= {TOP_P} of the mass at every step",
+                  f"least kept mass {top_p['kept_mass_min']:.4f}; kept tokens {top_p['kept_min']}..{top_p['kept_max']}")
+
+    keys = ["nll_model", "nll_true", "distinct", "repetition", "kept_mass", "kept_mass_min", "kept"]
+    report.table(["strategy", "NLL model", "NLL truth", f"distinct-{N_GRAM}", f"rep-{N_GRAM}", "kept mass (mean)",
+                  "kept mass (min)", "kept tokens (mean)"],
+                 [[label] + [rows[label][k] for k in keys] for label in rows],
+                 title=f"Continuations of {n_prompts} held-out prompts (nats/token)")
+    report.table(["strategy", "NLL of draws under q", "mean entropy of q", "difference", "standard error"],
+                 [[s, rows[s]["nll_sampled"], rows[s]["entropy_sampled"], rows[s]["sampler_gap"], rows[s]["sampler_se"]]
+                  for s in drawn],
+                 title="Each strategy draws from the distribution q its processors leave")
+    report.note(f"The model's held-out NLL is {val_nll:.4f} nats/token against the chain's Bayes limit {bayes:.4f} "
+                f"(entropy rate {source.entropy_rate():.4f}). Under the true chain, the temperature-1 continuations score "
+                f"{rows[UNCHANGED]['nll_true']:.4f} nats/token against the real continuations' "
+                f"{rows['real data']['nll_true']:.4f}: the model's own error seen from the other side, since samples from the "
+                "model q score E_q[-log p] = H(q) + KL(q || p) under the chain p, where the held-out NLL measures "
+                "KL(p || q). The closest strategy under the truth is "
+                f"{min(STRATEGIES, key=lambda s: abs(rows[s]['nll_true'] - rows['real data']['nll_true']))}.")
+    report.note("A continuation of the first prompt per strategy (symbols as letters; the prompt is "
+                f"'{rows['real data']['sample'][:PROMPT]}'):\n\n```\n"
+                + "\n".join(f"{label:<16} {m['sample'][PROMPT:]}" for label, m in rows.items()) + "\n```")
+    report.figure("sampling", plot(rows), "Left: likelihood against diversity, every strategy and the real "
+                  "continuations. Right: NLL under the true chain, with the real continuations' level.")
+    return report
+
+
+@torch.no_grad()
+def measure(model: ChainLM, source: MarkovSource, seq: torch.Tensor, settings: dict | None) -> dict:
+    """Every statistic of one set of continuations seq (N, 1 + L) (boundary, prompt, continuation).
+    settings None: real data, scored but not drawn."""
+    model.eval()
+    logits = model(seq[:, :-1]).float()  # (N, L, V): position t predicts seq[:, t + 1]
+    new = seq[:, 1 + PROMPT:]  # (N, G) the continuation
+    logp = logits[:, PROMPT:].log_softmax(-1)  # (N, G, V)
+    nll_model = -logp.gather(-1, new[..., None])[..., 0]  # (N, G)
+    truth = -torch.from_numpy(source.log_probs(seq[:, 1:].numpy()))[:, PROMPT:]  # (N, G)
+    toks = new.tolist()
+    grams = [[tuple(row[i:i + N_GRAM]) for i in range(len(row) - N_GRAM + 1)] for row in toks]
+    out = {
+        "nll_model": nll_model.mean().item(),
+        "nll_true": truth.mean().item(),
+        "distinct": len({g for row in grams for g in row}) / sum(len(row) for row in grams),
+        "repetition": float(np.mean([1 - len(set(row)) / len(row) for row in grams])),
+        "sample": "".join(LETTERS[t] for t in seq[0, 1:].tolist()),
+    }
+    if settings is None:
+        return out | {"kept_mass": 1.0, "kept_mass_min": 1.0, "kept": float(VOCAB), "kept_min": VOCAB, "kept_max": VOCAB}
+    processors, greedy = build_processors(**settings)
+    kept_mass, kept, drawn_nll, entropy = [], [], [], []
+    for t in range(new.size(1)):
+        step = logits[:, PROMPT + t]  # (N, V)
+        if greedy:
+            keep = torch.zeros_like(step, dtype=torch.bool).scatter_(1, step.argmax(-1, keepdim=True), True)
+        else:
+            q = process(step, seq[:, :1 + PROMPT + t], processors).log_softmax(-1)  # (N, V): what was drawn from
+            keep = q > -math.inf
+            drawn_nll.append(-q.gather(-1, new[:, t:t + 1])[:, 0])
+            entropy.append(-(q.exp() * q.masked_fill(~keep, 0.0)).sum(-1))
+        kept_mass.append((step.softmax(-1) * keep).sum(-1))
+        kept.append(keep.sum(-1))
+    kept_mass, kept = torch.stack(kept_mass), torch.stack(kept).float()  # (G, N)
+    out |= {"kept_mass": kept_mass.mean().item(), "kept_mass_min": kept_mass.min().item(), "kept": kept.mean().item(),
+            "kept_min": int(kept.min()), "kept_max": int(kept.max())}
+    if drawn_nll:
+        diff = (torch.stack(drawn_nll) - torch.stack(entropy)).flatten().double()  # (G * N,): mean 0 when drawn from q
+        out |= {"nll_sampled": torch.stack(drawn_nll).mean().item(), "entropy_sampled": torch.stack(entropy).mean().item(),
+                "sampler_gap": diff.mean().item(), "sampler_se": (diff.std() / math.sqrt(diff.numel())).item()}
+    return out
+
+
+def plot(rows: dict) -> plt.Figure:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    for label, m in rows.items():
+        marker = "*" if label == "real data" else "o"
+        left.scatter(m["distinct"], m["nll_model"], marker=marker, s=90 if marker == "*" else 40, label=label)
+    left.set_xscale("log")
+    left.set_xlabel(f"distinct-{N_GRAM} (diversity, log scale)")
+    left.set_ylabel("NLL under the model (nats/token)")
+    left.set_title("Truncation trades diversity for likelihood")
+    left.legend(fontsize=8)
+    labels = list(STRATEGIES)
+    right.bar(range(len(labels)), [rows[s]["nll_true"] for s in labels], color="#4C72B0")
+    right.axhline(rows["real data"]["nll_true"], color="r", ls="--", lw=1, label="real continuations")
+    right.set_xticks(range(len(labels)), [s.replace("temperature ", "T = ") for s in labels], fontsize=8)
+    right.set_ylabel("NLL under the true chain (nats/token)")
+    right.set_title("Scored by the true chain")
+    right.legend(fontsize=8)
+    return fig
