@@ -30,7 +30,6 @@ model with positions must name the first token in at least 95 % of the validatio
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import torch
@@ -75,15 +74,14 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"with sinusoidal positions ≥ {LEARNED}."
         ),
     )
-    with _one_thread():
-        errors = _equivariance(n_perm, seed)
+    errors = _equivariance(n_perm, seed)
+    if progress is not None:
+        progress.update(0.1, "training")
+    runs = []
+    for i, s in enumerate(seeds):
+        runs.append(_learn(s, steps))
         if progress is not None:
-            progress.update(0.1, "training")
-        runs = []
-        for i, s in enumerate(seeds):
-            runs.append(_learn(s, steps))
-            if progress is not None:
-                progress.update(0.1 + 0.9 * (i + 1) / len(seeds), f"seed {s}")
+            progress.update(0.1 + 0.9 * (i + 1) / len(seeds), f"seed {s}")
 
     for key, values in errors.items():
         report.number(f"error_{key}", values)
@@ -118,17 +116,6 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                 "under a permutation: the causal mask gives position t exactly t + 1 visible tokens, an order of its own, "
                 "so only self-attention without a mask is order-blind.")
     return report
-
-
-@contextmanager
-def _one_thread():
-    """Tiny matrices on a shared CPU: one intra-op thread is faster, and timings do not swing with other jobs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @torch.no_grad()

@@ -34,7 +34,6 @@ end at least 0.2 nats/token below the unscaled model.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from itertools import pairwise
 
 import matplotlib.pyplot as plt
@@ -88,12 +87,11 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"is ≥ {MARGIN} nats/token higher."
         ),
     )
-    with _one_thread():
-        variance = _variance(n_var, seed)
-        soft = _softmax(n_softmax, seed)
-        if progress is not None:
-            progress.update(0.1, "training")
-        runs = _train_all(seeds, inits, steps, progress)
+    variance = _variance(n_var, seed)
+    soft = _softmax(n_softmax, seed)
+    if progress is not None:
+        progress.update(0.1, "training")
+    runs = _train_all(seeds, inits, steps, progress)
 
     report.number("d_k", D_K)
     for key in ("var_unscaled", "var_scaled"):
@@ -172,17 +170,6 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
 
 
 _INIT_LABEL = {"unit": "unit-variance q, k", "gpt2": "GPT-2 (std 0.02)"}
-
-
-@contextmanager
-def _one_thread():
-    """Tiny matrices on a shared CPU: one intra-op thread is faster, and timings do not swing with other jobs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _variance(n: int, seed: int) -> dict:
