@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from redthread.errors import RedthreadError
-from redthread.experiments import EXPERIMENTS, available, load
+from redthread.experiments import EXPERIMENTS, available, load, one_thread
 from redthread.files import atomic_write_text
 
 
@@ -27,14 +27,10 @@ def check_out(out: Path, overwrite: bool) -> None:
 def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:
     module = load(name)
     torch.manual_seed(seed)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: a second thread costs more than it saves (10x slower on a busy 2-core CPU)
-    try:
+    with one_thread():
         t0 = time.perf_counter()
         report = module.run(quick=quick, seed=seed, progress=progress)
         seconds = time.perf_counter() - t0
-    finally:
-        torch.set_num_threads(threads)
     report.number("seconds", round(seconds, 2))
     report.write(out)
     return report, seconds
