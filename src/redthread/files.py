@@ -7,6 +7,9 @@ import os
 import tempfile
 from pathlib import Path
 
+_UMASK = os.umask(0)  # read the process's umask (the only way is to set it) ...
+os.umask(_UMASK)  # ... and put it back
+
 
 def atomic_write(path: Path, write) -> None:
     """Call write(tmp_path), then rename tmp_path onto path."""
@@ -17,6 +20,7 @@ def atomic_write(path: Path, write) -> None:
         write(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; give them the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

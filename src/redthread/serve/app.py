@@ -196,10 +196,11 @@ def app_page(max_chars: int) -> str:
     assets = resources.files("redthread.serve") / "assets"
     html = (assets / "app.html").read_text(encoding="utf-8")
     script = (assets / "app.js").read_text(encoding="utf-8")
-    css, explorer_js = explorer_assets()
+    css, explorer_js, explorer_body = explorer_assets()
     config = json.dumps({"maxChars": max_chars}).replace("</", "<\\/")
     return (
-        html.replace("/*EXPLORER_CSS*/", css)
+        html.replace("/*EXPLORER_BODY*/", explorer_body)
+        .replace("/*EXPLORER_CSS*/", css)
         .replace("/*EXPLORER_JS*/", explorer_js)
         .replace("/*APP_JS*/", script)
         .replace("/*APP_CONFIG*/", config)

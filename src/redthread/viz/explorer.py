@@ -32,12 +32,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from redthread.errors import RedthreadError
+from redthread.files import atomic_write_text
 
 KINDS = ("encoder", "decoder", "cross")
 ASSETS = Path(__file__).parent / "assets"
@@ -61,39 +61,28 @@ def render_explorer(payload: dict) -> str:
     # JSON may spell <, > and & as \u escapes, and JSON.parse reads them back unchanged
     data = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    css, js = explorer_assets()
-    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "payload": data}
+    css, js, body = explorer_assets()
+    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "body": body, "payload": data}
     template = (ASSETS / "explorer.html").read_text(encoding="utf-8")
     # one pass, so nothing inserted (a token spelling "{{js}}") is substituted again
-    return re.sub(r"\{\{(title|css|js|payload)\}\}", lambda m: parts[m.group(1)], template)
+    return re.sub(r"\{\{(title|css|js|body|payload)\}\}", lambda m: parts[m.group(1)], template)
 
 
-def explorer_assets() -> tuple[str, str]:
-    """The explorer's style and script, (css, js), for a page to inline: this one, or the web app's.
+def explorer_assets() -> tuple[str, str, str]:
+    """The explorer's style, script and markup, (css, js, body), for a page to inline: this one, or the web app's.
 
     The script defines `window.RedthreadExplorer.render(root, payload)`, which draws a payload into
-    an element holding the explorer's markup (see explorer.html) and may be called again with new
+    an element holding the explorer's markup (explorer_body.html) and may be called again with new
     payloads; on a page with a `<script id="payload">` it draws that payload by itself.
     """
-    return (ASSETS / "explorer.css").read_text(encoding="utf-8"), (ASSETS / "explorer.js").read_text(encoding="utf-8")
+    return tuple((ASSETS / name).read_text(encoding="utf-8") for name in ("explorer.css", "explorer.js", "explorer_body.html"))
 
 
 def write_explorer(payload: dict, path: str | os.PathLike) -> Path:
     """Write the page to `path` atomically (a temporary file in the same folder, then a rename)."""
-    text = render_explorer(payload)
+    text = render_explorer(payload)  # first, so a bad payload writes nothing
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a page is meant to be opened and shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
     return path
 
 
