@@ -1,6 +1,7 @@
 """Atomic writes: whole files or none, with the usual permissions (not mkstemp's private 0600)."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
     path.write_text("old")
 
     def fail(tmp):
-        open(tmp, "w").write("half")
+        Path(tmp).write_text("half")
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
