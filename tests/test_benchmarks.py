@@ -42,3 +42,8 @@ def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
     out = run_script("ladder_names.py", "--quick", "--names", str(names), "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "whole ladder" in out and "Bayes limit" in out
     assert (tmp_path / "f.json").is_file()
+
+
+def test_ddp_scaling_benchmark_prints_the_efficiency(tmp_path):
+    out = run_script("ddp_scaling.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "efficiency" in out and (tmp_path / "f.json").is_file()

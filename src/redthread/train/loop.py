@@ -9,7 +9,8 @@ Around that core: AdamW with weight decay on matrices only (Loshchilov & Hutter 
 linear warm-up then cosine decay of the learning rate, gradient clipping, gradient
 accumulation, periodic validation NLL (nats/token, perplexity, bits per character), a live
 progress bar, metrics in `metrics.jsonl`, a loss-curve PNG, and atomic checkpoints from which
-`resume=True` continues exactly as if the run had never stopped.
+`resume=True` continues exactly as if the run had never stopped. Under torchrun the same loop
+trains data-parallel over processes (`train/distributed.py`).
 
 A data source is anything with
     batch(split: str, batch_size: int, generator) -> (x, y)
@@ -31,8 +32,9 @@ from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text
-from redthread.train.checkpoint import FILENAME, read_checkpoint, save_checkpoint
 from redthread.models.base import model_device
+from redthread.train import distributed
+from redthread.train.checkpoint import FILENAME, read_checkpoint, save_checkpoint
 from redthread.train.objectives import perplexity, scored, token_nll
 
 
@@ -209,13 +211,15 @@ def train(
     """
     if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
         return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
-    device = resolve_device(cfg.device)
-    torch.manual_seed(cfg.seed)
-    generator = torch.Generator().manual_seed(cfg.seed)
+    device = distributed.setup(resolve_device(cfg.device))
+    rank, world, main = distributed.rank(), distributed.world_size(), distributed.is_main()
+    torch.manual_seed(cfg.seed + rank)
+    generator = torch.Generator().manual_seed(cfg.seed + rank)  # rank r's shard of the batches
     model.to(device).train()
     optimizer = make_optimizer(model, cfg, device)
     run_dir = Path(run_dir) if run_dir is not None else None
-    metrics_path = run_dir / "metrics.jsonl" if run_dir else None
+    metrics_path = run_dir / "metrics.jsonl" if run_dir and main else None  # only rank 0 writes
+    log = log if main else None
 
     step = 0
     if resume:
@@ -225,16 +229,17 @@ def train(
         model.load_state_dict(ckpt.model.state_dict())
         if ckpt.optimizer_state is not None:
             optimizer.load_state_dict(ckpt.optimizer_state)
-        _restore_rng(ckpt.rng, generator)
+        _restore_rng(distributed.own_rng(ckpt.rng), generator)
         step = ckpt.step
         _truncate_metrics(metrics_path, step)
-    elif run_dir is not None:
+    elif metrics_path is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
         metrics_path.write_text("")
 
     autocast = _autocast(device)
     # progress: True for a bar of its own, or any object with update(step, info) (e.g. the ladder's)
-    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, bool(progress))
+    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, bool(progress) and main)
+    ddp_model = distributed.wrap(model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
@@ -242,9 +247,10 @@ def train(
 
     def checkpoint(rng: dict[str, Tensor] | None = None) -> None:
         if run_dir is not None:
-            rng = rng or _rng_state(generator)
-            save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, extra)
-            plot_loss_curve(metrics_path, run_dir / "loss.png")
+            rng = distributed.gather_rng(rng or _rng_state(generator))  # every rank takes part
+            if main:
+                save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, extra)
+                plot_loss_curve(metrics_path, run_dir / "loss.png")
 
     try:
         while step < cfg.max_iters:
@@ -253,14 +259,15 @@ def train(
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            for _ in range(cfg.grad_accum):
+            for micro in range(cfg.grad_accum):
                 x, y = data.batch("train", cfg.batch_size, generator)
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                with autocast:
-                    loss = objective(model(x), y) / cfg.grad_accum
-                loss.backward()
+                with distributed.sync_gradients(ddp_model, micro == cfg.grad_accum - 1):
+                    with autocast:
+                        loss = objective(ddp_model(x), y) / cfg.grad_accum
+                    loss.backward()
                 loss_acc += loss.detach()
-                tokens_since_log += y.numel()
+                tokens_since_log += y.numel() * world
             updating = True
             if cfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
@@ -271,7 +278,7 @@ def train(
             steps_since_log += 1
 
             if step % cfg.log_interval == 0 or step == cfg.max_iters:
-                last_loss = loss_acc.item() / steps_since_log  # the only host-device sync of a step
+                last_loss = distributed.average(loss_acc).item() / steps_since_log  # the only host-device sync of a step
                 loss_acc.zero_()
                 steps_since_log = 0
                 now = time.perf_counter()
@@ -287,12 +294,12 @@ def train(
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
                 checkpoint()
-            if cfg.max_time is not None and time.perf_counter() - t0 > cfg.max_time:
+            if cfg.max_time is not None and distributed.any_rank(time.perf_counter() - t0 > cfg.max_time):
                 if log:
                     log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")
                 break
     except KeyboardInterrupt:
-        if not updating:  # parameters are those of the last completed step: save them, then stop
+        if not updating and world == 1:  # parameters of the last completed step: save them, then stop
             optimizer.zero_grad(set_to_none=True)
             checkpoint(rng_at_step)
             if log and run_dir is not None:

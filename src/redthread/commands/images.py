@@ -1,0 +1,288 @@
+"""`redthread train --task vit-digits` and `redthread ladder --images digits`: images as patches.
+
+Claim C14 of the seed (an image is a sequence of patches, and the text models' encoder blocks
+classify it) and C2 (a softmax head estimates P(class | image)). On scikit-learn's bundled
+digits, with the fixed stratified split of `redthread.data.images`:
+
+    softmax regression   P(class | pixels) = softmax(W x + b), the linear rung, on the 64 pixels
+    MLP                  two tanh layers on the pixels
+    ViT                  4 x 4 patches of 2 x 2 pixels, a class token, 3 encoder blocks
+
+each trained by the one loop (`redthread.train.loop.train`) on the same steps and batches, and
+scored on the same held-out test images: accuracy and NLL (nats per image).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from redthread.data.images import ImageData, load_digits
+from redthread.errors import RedthreadError
+from redthread.files import atomic_write_text
+from redthread.models.regression import MLPClassifier, SoftmaxRegression
+from redthread.models.vit import ViT, ViTConfig
+from redthread.train.loop import TrainConfig, evaluate, train
+
+TASKS = ("vit-digits",)
+IMAGE_SETS = ("digits",)
+# settings measured on digits (docs/vision.md): AdamW, cosine decay, batch 64
+VIT_TRAIN = {"max_iters": 1000, "batch_size": 64, "lr": 2e-3, "min_lr": 1e-4, "warmup_iters": 100, "weight_decay": 0.05}
+VIT_MODEL = {"dropout": 0.1}  # 1,000 steps: test NLL 0.087 against 0.146 without, accuracy 0.975 both (docs/vision.md)
+LINEAR_TRAIN = {"lr": 1e-2, "weight_decay": 0.0}  # decay would pull every class towards uniform
+MLP_TRAIN = {"lr": 3e-3, "weight_decay": 0.0}
+MLP_SIZE = {"d_hidden": 128, "n_layer": 2}
+COLUMNS = ("model", "parameters", "train_seconds", "steps", "test_accuracy", "test_nll")
+
+
+def vit_config(data: ImageData, upscale: int, requested: dict) -> ViTConfig:
+    """ViTConfig for this data: the image's size and channels, patches of 2 * upscale pixels unless asked otherwise."""
+    unknown = sorted(set(requested) - {f.name for f in fields(ViTConfig)})
+    if unknown:
+        raise RedthreadError(f"--{unknown[0].replace('_', '-')} is not a ViT setting (ViT: {', '.join(f.name for f in fields(ViTConfig))})")
+    base = {"image_size": data.image_size, "channels": data.channels, "n_classes": data.n_classes, "patch_size": 2 * upscale}
+    for name in ("image_size", "channels", "n_classes"):
+        if name in requested and requested[name] != base[name]:
+            raise RedthreadError(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
+    return ViTConfig(**{**base, **VIT_MODEL, **requested})
+
+
+@torch.no_grad()
+def score(model: nn.Module, data, split: str = "val", batch_size: int = 256) -> dict:
+    """Accuracy and NLL (nats per image) over every image of a split, once."""
+    model.eval()
+    nll = evaluate(model, data, split, batch_size=batch_size)["nll"]
+    device = next(model.parameters()).device
+    correct = total = 0
+    for x, y in data.eval_batches(split, batch_size):
+        correct += int((model(x.to(device)).argmax(-1).cpu() == y).sum())
+        total += y.numel()
+    return {"accuracy": correct / total, "nll": nll, "images": total}
+
+
+def train_vit_digits(
+    out: str | Path,
+    upscale: int = 1,
+    model_fields: dict | None = None,
+    train_fields: dict | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+    log=print,
+) -> dict:
+    """Train the ViT on digits into the run folder `out`; write results.json; return the test scores."""
+    from redthread.commands.train import check_run_dir
+
+    out = Path(out)
+    check_run_dir(out, resume, overwrite)
+    data = load_digits(upscale=upscale)
+    cfg_model = vit_config(data, upscale, model_fields or {})
+    cfg = TrainConfig(**{**VIT_TRAIN, "eval_interval": 250, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
+    torch.manual_seed(cfg.seed)
+    model = ViT(cfg_model)
+    log(f"ViT on digits ({data.image_size}x{data.image_size}, {cfg_model.n_patches} patches of "
+        f"{cfg_model.patch_size}x{cfg_model.patch_size}): {model.num_params():,} parameters, {cfg.max_iters} steps")
+    result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log,
+                   extra={"task": "vit-digits", "upscale": upscale})
+    scores = {**score(model, data), "steps": result.step, "train_seconds": result.elapsed, "upscale": upscale}
+    atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
+    return scores
+
+
+@dataclass
+class ImageRung:
+    model: str
+    parameters: int
+    train_seconds: float
+    steps: int
+    test_accuracy: float
+    test_nll: float
+
+    def row(self) -> dict:
+        return {"model": self.model, "parameters": self.parameters, "train_seconds": round(self.train_seconds, 1),
+                "steps": self.steps, "test_accuracy": round(self.test_accuracy, 4), "test_nll": round(self.test_nll, 4)}
+
+
+def run_image_ladder(
+    name: str = "digits",
+    steps: int = 1000,
+    batch_size: int = 64,
+    minutes: float | None = None,
+    upscale: int = 1,
+    out: str | Path | None = None,
+    seed: int = 1337,
+    device: str = "cpu",
+    say=print,
+) -> list[ImageRung]:
+    """Softmax regression, an MLP and the ViT on the same split, steps and batches; one row each."""
+    if name not in IMAGE_SETS:
+        raise RedthreadError(f"unknown image data set {name!r}; use one of {', '.join(IMAGE_SETS)}")
+    data = load_digits(upscale=upscale)
+    flat = data.flattened()
+    d_in = flat.split("train")[0].shape[1]
+    rungs = [
+        ("softmax regression (pixels)", flat, lambda: SoftmaxRegression(d_in, data.n_classes), LINEAR_TRAIN),
+        (f"MLP {MLP_SIZE['n_layer']}x{MLP_SIZE['d_hidden']} tanh (pixels)", flat,
+         lambda: MLPClassifier(d_in, data.n_classes, **MLP_SIZE), MLP_TRAIN),
+        ("ViT (patches)", data, lambda: ViT(vit_config(data, upscale, {})), VIT_TRAIN),
+    ]
+    results = []
+    for label, source, make, settings in rungs:
+        torch.manual_seed(seed)
+        model = make()
+        lr = settings["lr"]
+        cfg = TrainConfig(
+            max_iters=steps, batch_size=batch_size, lr=lr, min_lr=lr / 20, weight_decay=settings["weight_decay"],
+            warmup_iters=min(100, steps // 10), eval_interval=steps, eval_batches=10, log_interval=max(1, min(50, steps)),
+            seed=seed, device=device, max_time=None if minutes is None else 60 * minutes,
+        )
+        run_dir = Path(out) / "rungs" / "vit" if out is not None and isinstance(model, ViT) else None  # the one rung a checkpoint holds
+        result = train(model, source, cfg, run_dir=run_dir, progress=False, extra={"ladder": name, "upscale": upscale})
+        s = score(model, source)
+        results.append(ImageRung(label, sum(p.numel() for p in model.parameters()), result.elapsed, result.step,
+                                 s["accuracy"], s["nll"]))
+        say(f"{label}: test accuracy {s['accuracy']:.4f}, NLL {s['nll']:.4f} nats ({result.elapsed:.0f} s)")
+    if out is not None:
+        write_image_report(results, data, steps, batch_size, Path(out))
+    return results
+
+
+def format_image_table(results: list[ImageRung]) -> list[str]:
+    head = ["model", "parameters", "train s", "steps", "test accuracy", "test NLL (nats)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        lines.append(f"| {r.model} | {r.parameters:,} | {r.train_seconds:.1f} | {r.steps} | {r.test_accuracy:.4f} | {r.test_nll:.4f} |")
+    return lines
+
+
+def write_image_report(results: list[ImageRung], data: ImageData, steps: int, batch_size: int, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(r.row() for r in results)
+    atomic_write_text(out / "ladder.csv", buf.getvalue())
+    n_train, n_test = len(data.split("train")[1]), len(data.split("val")[1])
+    md = [
+        "# The ladder on scikit-learn's digits", "",
+        (f"{data.image_size}x{data.image_size} grey images, {n_train} training and {n_test} test images "
+         "(a stratified split, seed 0: `redthread.data.images`). Every rung: the shared training loop, "
+         f"{steps} steps of batch {batch_size}. Test NLL is -log P(class | image), nats per image."), "",
+        *format_image_table(results), "",
+    ]
+    atomic_write_text(out / "ladder.md", "\n".join(md))
+
+
+def image_ladder_command(args) -> None:
+    from redthread.commands.ladder import check_out
+
+    if args.data or args.lines or args.rungs or args.regression:
+        raise RedthreadError("--images runs the image rungs on its own data: drop --data/--lines/--rungs/--regression")
+    out = Path(args.out)
+    check_out(out, args.overwrite)
+    steps = args.steps if args.steps is not None else VIT_TRAIN["max_iters"]
+    batch_size = args.batch_size if args.batch_size is not None else VIT_TRAIN["batch_size"]
+    if steps < 1 or batch_size < 1:
+        raise RedthreadError(f"--steps and --batch-size must be positive, got {steps} and {batch_size}")
+    print(f"the image ladder on {args.images} (upscale {args.upscale}): 3 rungs, {steps} steps of batch {batch_size} each")
+    results = run_image_ladder(args.images, steps, batch_size, args.minutes, args.upscale, out, args.seed, args.device)
+    print()
+    for line in format_image_table(results):
+        print(line)
+    print(f"\nreport: {out / 'ladder.md'} (+ ladder.csv; the ViT's run folder in {out / 'rungs' / 'vit'})")
+
+
+def image_data_uri(image, scale: int = 16) -> str:
+    """A grey image (H, W) in [0, 1] as a PNG data URI, each pixel a scale x scale block (crisp when drawn large)."""
+    import base64
+
+    import numpy as np
+    from matplotlib.image import imsave
+
+    pixels = np.kron(np.asarray(image, dtype=np.float32), np.ones((scale, scale), dtype=np.float32))  # (sH, sW)
+    buf = io.BytesIO()
+    imsave(buf, pixels, cmap="gray_r", vmin=0.0, vmax=1.0, format="png")  # digits: ink is 1, drawn dark on white
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def read_image_file(path: str | Path):
+    """A PNG (or any format matplotlib reads) as an array (C, H, W) with values in [0, 1]."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    path = Path(path)
+    if not path.is_file():
+        raise RedthreadError(f"image file not found: {path}")
+    try:
+        pixels = np.asarray(imread(path))
+    except Exception as e:  # noqa: BLE001 - matplotlib and Pillow raise several types for unreadable files
+        raise RedthreadError(f"cannot read {path} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    if pixels.dtype == np.uint8:
+        pixels = pixels / 255.0
+    return pixels[None] if pixels.ndim == 2 else np.moveaxis(pixels, -1, 0)  # (H, W, C) -> (C, H, W)
+
+
+@torch.no_grad()
+def image_attention_payload(model: ViT, image: torch.Tensor, title: str, notice: str | None = None) -> dict:
+    """The explorer payload of one image (1, C, H, W): every layer x head over the patches (and class token)."""
+    from redthread.viz.explorer import payload_tab
+    from redthread.viz.record import record_attention
+
+    cfg = model.cfg
+    model.eval()
+    with record_attention(model) as maps:
+        probs = model(image).softmax(-1)[0]  # (K,)
+    att = maps.stacked("encoder")[:, 0]  # (L, H, T, S), T = S = P (+ 1)
+    G = cfg.grid
+    names = ["[CLS]"] * (cfg.pool == "cls") + [f"patch r{r}c{c}" for r in range(G) for c in range(G)]
+    pixels = image[0].mean(0)  # (H, W): the grey image the model saw
+    tab = payload_tab("encoder", names, names, att,
+                      image={"src": image_data_uri(pixels), "grid": [G, G], "offset": int(cfg.pool == "cls")})
+    top = probs.argmax().item()
+    model_text = (f"ViT, {cfg.n_layer} layers x {cfg.n_head} heads, {G}x{G} patches of {cfg.patch_size}x{cfg.patch_size}; "
+                  f"P(class {top} | image) = {probs[top]:.3f}")
+    return {"title": title, "model": model_text, "notice": notice, "tabs": [tab]}
+
+
+def image_attention_command(args, log=print) -> None:
+    """`redthread attention --checkpoint VIT_RUN --index N | --image FILE --out page.html`."""
+    from redthread.data.images import prepare_image
+    from redthread.train.checkpoint import read_checkpoint
+    from redthread.viz.explorer import write_explorer
+
+    if args.checkpoint is None:
+        raise RedthreadError("--index/--image show a ViT's attention: give its run with --checkpoint")
+    if (args.index is None) == (args.image is None):
+        raise RedthreadError("give the image with --index N (a test image of the digits) or --image FILE (one of them)")
+    if args.text is not None or args.text_file is not None or args.target is not None:
+        raise RedthreadError("--index/--image show an image's attention: drop --text/--text-file/--target")
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise RedthreadError(f"{out} already exists; pass --overwrite to replace it")
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise RedthreadError(f"--out {out}: the explorer is an HTML page; give a name ending in .html")
+    ckpt = read_checkpoint(args.checkpoint)
+    if not isinstance(ckpt.model, ViT):
+        raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: --index/--image need a ViT run (redthread train --task vit-digits)")
+    model, cfg = ckpt.model, ckpt.model.cfg
+    notices = []
+    if args.index is not None:
+        data = load_digits(upscale=int(ckpt.extra.get("upscale", 1)))
+        images, labels = data.split("val")
+        if not 0 <= args.index < len(labels):
+            raise RedthreadError(f"--index {args.index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
+        image, _ = prepare_image(images[args.index], cfg.channels, cfg.image_size)
+        title = f"test image {args.index} of the digits (label {int(labels[args.index])})"
+    else:
+        image, notices = prepare_image(read_image_file(args.image), cfg.channels, cfg.image_size)
+        title = Path(args.image).name
+    for n in notices:
+        log(f"notice: {n}")
+    write_explorer(image_attention_payload(model, image, title, "; ".join(notices) or None), out)
+    log(f"explorer: {out} ({title})")

@@ -1,0 +1,120 @@
+"""Data-parallel training over processes, driven by the environment torchrun sets (rung-independent).
+
+    torchrun --nproc_per_node=N -m redthread train ...     the same command line as one process
+
+torchrun starts N copies and gives each WORLD_SIZE, RANK and LOCAL_RANK. `setup` joins them
+into one process group (gloo on CPU, NCCL on GPUs, rank r on cuda:LOCAL_RANK) and `wrap` puts
+the model in `torch.nn.parallel.DistributedDataParallel`, which averages the gradients over
+ranks during backward. What the loop adds around that:
+- sharding: rank r draws its batches from its own generator seeded `seed + r`, so a step sees
+  world_size x batch_size x grad_accum windows; rank 0 draws exactly what one process would;
+- accumulation: `no_sync` on every micro-step but the last, one all-reduce per optimizer step;
+- the logged training loss is averaged over ranks (once per log interval);
+- evaluation is not sharded: every rank scores the same validation windows (same weights, same
+  numbers), so nobody waits on a barrier and every rank knows the result;
+- only rank 0 prints, writes metrics and checkpoints; the checkpoint holds the underlying model
+  (no `module.` prefix) and every rank's RNG states (`gather_rng`), so `--resume` with the same
+  number of processes restores each rank's own generator (`own_rng`).
+Without WORLD_SIZE > 1 every function here is the identity or a no-op: one process runs as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
+
+from redthread.errors import RedthreadError
+
+
+def world_size() -> int:
+    return dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
+
+
+def is_main() -> bool:
+    return rank() == 0
+
+
+def setup(device: torch.device) -> torch.device:
+    """Join torchrun's process group (once per process); return the device this rank trains on."""
+    if world_size() == 1:
+        return device
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.type == "cuda":
+        if device.index is not None:
+            raise RedthreadError(f"under torchrun each process uses cuda:LOCAL_RANK: pass --device cuda, not {device}")
+        if local_rank >= torch.cuda.device_count():
+            raise RedthreadError(f"process {local_rank} on this node has no GPU: {torch.cuda.device_count()} GPUs, "
+                                 f"so use --nproc_per_node={torch.cuda.device_count()} at most")
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    elif device.type != "cpu":
+        raise RedthreadError(f"distributed training runs on cpu (gloo) or cuda (NCCL), not {device.type}")
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        atexit.register(dist.destroy_process_group)
+    return device
+
+
+def wrap(model: nn.Module, device: torch.device) -> nn.Module:
+    """The module that trains: DDP around `model` under torchrun, `model` itself otherwise."""
+    if world_size() == 1:
+        return model
+    # buffers (causal masks) never change: no broadcast before every forward
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None, forward_sync_buffers=False)
+
+
+def sync_gradients(model: nn.Module, sync: bool):
+    """The context of one micro-step's backward: all-reduce its gradients only when `sync`."""
+    return model.no_sync() if isinstance(model, DistributedDataParallel) and not sync else nullcontext()
+
+
+def average(t: Tensor) -> Tensor:
+    """The mean of `t` over ranks (the training loss of the whole step); `t` itself in one process."""
+    if world_size() == 1:
+        return t
+    t = t.clone()
+    dist.all_reduce(t)  # a sum: gloo has no average
+    return t / world_size()
+
+
+def any_rank(flag: bool) -> bool:
+    """True when `flag` holds on any rank: a decision every rank must take together (a time budget)."""
+    if world_size() == 1:
+        return flag
+    t = torch.tensor([int(flag)], device="cuda" if dist.get_backend() == "nccl" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def gather_rng(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Every rank's RNG states in one dict (rank 0's under their own names, rank r's as `name.r`)."""
+    if world_size() == 1:
+        return state
+    states = [None] * world_size()
+    dist.all_gather_object(states, {k: v.cpu() for k, v in state.items()})
+    out = {**states[0], "world_size": torch.tensor([world_size()])}
+    for r in range(1, world_size()):
+        out.update({f"{k}.{r}": v for k, v in states[r].items()})
+    return out
+
+
+def own_rng(saved: dict[str, Tensor]) -> dict[str, Tensor]:
+    """This rank's RNG states from a checkpoint written by `gather_rng`."""
+    saved_world = int(saved["world_size"]) if "world_size" in saved else 1
+    if saved_world != world_size():
+        raise RedthreadError(f"the run was trained by {saved_world} process(es), this is {world_size()}: "
+                             f"resume it with {saved_world} process(es) in all")
+    if rank() == 0:
+        return {k: v for k, v in saved.items() if "." not in k and k != "world_size"}
+    suffix = f".{rank()}"
+    return {k[: -len(suffix)]: v for k, v in saved.items() if k.endswith(suffix)}
