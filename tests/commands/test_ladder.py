@@ -81,3 +81,12 @@ def test_ladder_bad_line_data_sets_get_one_line_errors(tmp_path):
     code, _, err = cli("ladder", "--lines", holes, "--out", tmp_path / "r", *TINY)
     assert_one_line_error(code, err, "line 3")
     assert not (tmp_path / "r").exists()  # nothing written for a refused run
+
+
+def test_transformer_settings_for_line_data_differ_only_there(names):
+    from redthread.commands.ladder import load_lines_data, rung_settings
+
+    fields, settings = rung_settings("transformer", load_lines_data(names))
+    assert fields["norm"] == "post" and fields["pos"] == "learned" and settings["batch_factor"] == 2
+    fields, settings = rung_settings("transformer", make_synthetic("markov", n_train=20, n_val=5, length=16))
+    assert "norm" not in fields and "batch_factor" not in settings  # pre-norm, the common batch
