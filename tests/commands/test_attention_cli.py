@@ -40,7 +40,8 @@ def test_page_figure_and_pronoun_report(run, tmp_path):
     assert torch.tensor(tab["weights"]).shape == (2, 2, len(TEXT), len(TEXT))
     assert (tmp_path / "grid.svg").read_bytes().startswith(b"<?xml")
     report = (tmp_path / "page-heads.md").read_text()
-    assert "Where 'it' looks" in report and "| cat |" in report and "| mat |" in report and "| tired |" in report
+    assert "Where 'it' looks" in report and "| cat |" in report and "| mat |" in report
+    assert "| tired |" not in report  # after 'it': a causal model cannot look there
     assert "| cat |" in stdout
 
     code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "one.html",

@@ -293,9 +293,10 @@ def rank_heads(
         raise RedthreadError(f"the word {source!r} is not in the text (or fell outside the model's context)")
     s_at = len(lower) - 1 - lower[::-1].index(source)  # its last occurrence
     query = seen[s_at][1][-1]
-    if targets is None:
-        targets = list(dict.fromkeys(w for w in lower if w != source and len(w) >= 3 and w not in STOPWORDS))
     kind = maps.kinds[0]
+    if targets is None:  # the content words; a causal model sees only those before the source word
+        seen_by_source = lower[:s_at] if kind == "decoder" else lower
+        targets = list(dict.fromkeys(w for w in seen_by_source if w != source and len(w) >= 3 and w not in STOPWORDS))
     att = maps.stacked(kind)[:, 0, :, query, :]  # (L, H, S): the source token's row in every head
     L, H, _ = att.shape
     result = {"text": text, "source": source, "query_token": toks.labels[query], "kind": kind,
