@@ -4,6 +4,7 @@
     redthread demo                      train a small Shakespeare model in ~3 minutes, compare, sample
     redthread train [--data FILE] ...   train a Transformer language model into a run folder
     redthread train --task vit-digits   a Vision Transformer on scikit-learn's digits (images as patches)
+    redthread train --task caption-shapes   an image-to-text captioner whose words attend to image patches
     redthread sample --checkpoint RUN   generate text from a run
     redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
@@ -47,9 +48,10 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: s
         if f.name in skip:
             continue
         default = f.default
-        kind = _bool if isinstance(default, bool) else type(default) if default is not None else (float if f.name == "max_time" else int)
+        kind = _bool if isinstance(default, bool) else type(default) if default is not None else (float if "float" in str(f.type) else int)
+        optional = dict(nargs="?", const=True) if kind is _bool else {}  # a bare --compile means --compile true
         group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, default=None, metavar=f.name.upper(),
-                           help=f"default {default}")
+                           help=f"default {default}", **optional)
         names.append(f.name)
     return names
 
@@ -71,10 +73,17 @@ def build_parser() -> Parser:
     demo.add_argument("--device", default="auto", help="auto (GPU when there is one), cpu or cuda")
 
     train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
-    train.add_argument("--task", choices=("vit-digits",), help="vit-digits: a Vision Transformer on scikit-learn's digits")
+    train.add_argument("--task", choices=("vit-digits", "caption-shapes", "caption-digits"),
+                       help="vit-digits: a Vision Transformer on scikit-learn's digits; caption-shapes / caption-digits: "
+                            "a ViT encoder + a decoder with cross-attention, captioning generated scenes")
     train.add_argument("--upscale", type=int, default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
     train.add_argument("--patch-size", type=int, help="--task vit-digits: patch side in pixels (default 2 x upscale)")
     train.add_argument("--pool", choices=("cls", "mean"), help="--task vit-digits: class token (default) or mean of the patches")
+    train.add_argument("--n-layer-encoder", type=int, help="--task caption-*: the ViT encoder's layers (default 2)")
+    train.add_argument("--n-layer-decoder", type=int, help="--task caption-*: the caption decoder's layers (default 2)")
+    train.add_argument("--scenes", type=int, help="--task caption-*: training scenes (default 20000; 1000 unseen test scenes)")
+    train.add_argument("--colours", help="--task caption-shapes: comma-separated subset of red,green,blue,yellow")
+    train.add_argument("--shapes", help="--task caption-shapes: comma-separated subset of square,circle,triangle,cross")
     train.add_argument("--data", help="a UTF-8 text file (default: Shakespeare's 37 plays)")
     train.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
     train.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
@@ -171,6 +180,10 @@ def build_parser() -> Parser:
 
 
 def run(args) -> None:
+    if args.command == "train" and not (args.task or "").startswith("caption-"):
+        stray = [f for f in ("n_layer_encoder", "n_layer_decoder", "scenes", "colours", "shapes") if getattr(args, f) is not None]
+        if stray:
+            raise RedthreadError(f"--{stray[0].replace('_', '-')} is a captioner setting: add --task caption-shapes or caption-digits")
     if args.command == "demo":
         from redthread.commands.demo import run_demo
 
@@ -184,6 +197,20 @@ def run(args) -> None:
         r = train_vit_digits(args.out, args.upscale, model_fields, _picked(args, args.train_flags), resume=args.resume,
                              overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print)
         print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
+        print(f"run folder: {args.out}")
+    elif args.command == "train" and args.task in ("caption-shapes", "caption-digits"):
+        from redthread.commands.captions import report_lines, train_captioner
+
+        if args.data is not None:
+            raise RedthreadError(f"--task {args.task} generates its own scenes: drop --data")
+        if "n_layer" in _picked(args, args.model_flags):
+            raise RedthreadError("the captioner has two stacks: use --n-layer-encoder and --n-layer-decoder, not --n-layer")
+        model_fields = {**_picked(args, args.model_flags), **_picked(args, ("n_layer_encoder", "n_layer_decoder"))}
+        r = train_captioner(args.task, args.out, model_fields, _picked(args, args.train_flags), args.scenes, args.colours,
+                            args.shapes, args.patch_size, resume=args.resume, overwrite=args.overwrite,
+                            progress=not args.no_progress and sys.stderr.isatty(), log=print)
+        for line in report_lines(r):
+            print(line)
         print(f"run folder: {args.out}")
     elif args.command == "train":
         from redthread.commands.train import train_language_model

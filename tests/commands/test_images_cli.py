@@ -110,7 +110,7 @@ def test_attention_image_bad_input_is_one_line(vit_run, tmp_path, args, needles)
 
 def test_attention_image_needs_a_vit_run(tmp_path):
     code, _, err = cli("attention", "--pretrained", "minilm", "--index", "0", "--out", tmp_path / "p.html")
-    assert_one_line_error(code, err, "give its run with --checkpoint")
+    assert_one_line_error(code, err, "with --checkpoint")
     rt.save_checkpoint(tmp_path / "lm", rt.TransformerLM(rt.TransformerConfig(vocab_size=5, block_size=8, n_layer=1,
                                                                               n_head=1, d_model=8)))
     code, _, err = cli("attention", "--checkpoint", tmp_path / "lm", "--index", "0", "--out", tmp_path / "p.html")

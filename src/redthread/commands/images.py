@@ -199,15 +199,23 @@ def image_ladder_command(args) -> None:
 
 
 def image_data_uri(image, scale: int = 16) -> str:
-    """A grey image (H, W) in [0, 1] as a PNG data URI, each pixel a scale x scale block (crisp when drawn large)."""
+    """An image, grey (H, W) or (1, H, W) or colour (3, H, W), values in [0, 1], as a PNG data URI;
+    each pixel a scale x scale block (crisp when drawn large). Grey ink (1) is drawn dark on white."""
     import base64
 
     import numpy as np
     from matplotlib.image import imsave
 
-    pixels = np.kron(np.asarray(image, dtype=np.float32), np.ones((scale, scale), dtype=np.float32))  # (sH, sW)
+    pixels = np.asarray(image, dtype=np.float32)
+    if pixels.ndim == 3 and pixels.shape[0] == 1:
+        pixels = pixels[0]
+    block = np.ones((scale, scale), dtype=np.float32)
     buf = io.BytesIO()
-    imsave(buf, pixels, cmap="gray_r", vmin=0.0, vmax=1.0, format="png")  # digits: ink is 1, drawn dark on white
+    if pixels.ndim == 2:
+        imsave(buf, np.kron(pixels, block), cmap="gray_r", vmin=0.0, vmax=1.0, format="png")  # (sH, sW)
+    else:
+        rgb = np.stack([np.kron(c, block) for c in pixels], axis=-1)  # (sH, sW, 3)
+        imsave(buf, rgb.clip(0.0, 1.0), format="png")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -251,38 +259,95 @@ def image_attention_payload(model: ViT, image: torch.Tensor, title: str, notice:
 
 
 def image_attention_command(args, log=print) -> None:
-    """`redthread attention --checkpoint VIT_RUN --index N | --image FILE --out page.html`."""
+    """`redthread attention --checkpoint RUN --index N | --image FILE --out page.html [--figure F]`:
+    a ViT run (its patches) or a captioner run (its caption's words over the patches)."""
+    from redthread.commands.attention import _fresh
     from redthread.data.images import prepare_image
+    from redthread.models.captioner import Captioner
     from redthread.train.checkpoint import read_checkpoint
     from redthread.viz.explorer import write_explorer
+    from redthread.viz.figures import check_figure_path
 
     if args.checkpoint is None:
-        raise RedthreadError("--index/--image show a ViT's attention: give its run with --checkpoint")
+        raise RedthreadError("--index/--image show an image model's attention: give its run (ViT or captioner) with --checkpoint")
     if (args.index is None) == (args.image is None):
-        raise RedthreadError("give the image with --index N (a test image of the digits) or --image FILE (one of them)")
+        raise RedthreadError("give the image with --index N (a test image of the run's data) or --image FILE (one of them)")
     if args.text is not None or args.text_file is not None or args.target is not None:
         raise RedthreadError("--index/--image show an image's attention: drop --text/--text-file/--target")
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise RedthreadError(f"{out} already exists; pass --overwrite to replace it")
+    out = _fresh(Path(args.out), args.overwrite)
     if out.suffix.lower() not in (".html", ".htm"):
         raise RedthreadError(f"--out {out}: the explorer is an HTML page; give a name ending in .html")
+    figure = None if args.figure is None else _fresh(check_figure_path(args.figure), args.overwrite)
     ckpt = read_checkpoint(args.checkpoint)
-    if not isinstance(ckpt.model, ViT):
-        raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: --index/--image need a ViT run (redthread train --task vit-digits)")
-    model, cfg = ckpt.model, ckpt.model.cfg
+    if not isinstance(ckpt.model, (ViT, Captioner)):
+        raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: --index/--image need a ViT run "
+                             "(redthread train --task vit-digits) or a captioner run (--task caption-shapes)")
+    model = ckpt.model
+    channels, size = (model.cfg.channels, model.cfg.image_size)
     notices = []
-    if args.index is not None:
+    if args.index is not None and isinstance(model, Captioner):
+        from redthread.commands.captions import test_scene
+
+        image, _, title = test_scene(ckpt, args.index)
+    elif args.index is not None:
         data = load_digits(upscale=int(ckpt.extra.get("upscale", 1)))
         images, labels = data.split("val")
         if not 0 <= args.index < len(labels):
             raise RedthreadError(f"--index {args.index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
-        image, _ = prepare_image(images[args.index], cfg.channels, cfg.image_size)
+        image, _ = prepare_image(images[args.index], channels, size)
         title = f"test image {args.index} of the digits (label {int(labels[args.index])})"
     else:
-        image, notices = prepare_image(read_image_file(args.image), cfg.channels, cfg.image_size)
+        image, notices = prepare_image(read_image_file(args.image), channels, size)
         title = Path(args.image).name
     for n in notices:
         log(f"notice: {n}")
-    write_explorer(image_attention_payload(model, image, title, "; ".join(notices) or None), out)
+    notice = "; ".join(notices) or None
+    if isinstance(model, Captioner):
+        from redthread.commands.captions import caption_overlays, caption_payload
+        from redthread.data.captions import Vocabulary
+
+        vocab = Vocabulary(ckpt.extra["vocab"])
+        payload = caption_payload(model, image, vocab, title, notice)
+        if figure is not None:  # drawn before the page is written: a bad --layer writes nothing
+            caption = caption_overlays(model, image, vocab, figure, args.layer, args.head, title)
+            log(f"figure: {figure} (one panel per word of \"{caption}\")")
+        write_explorer(payload, out)
+    else:
+        payload = image_attention_payload(model, image, title, notice)
+        if figure is not None:
+            vit_overlays(model, image, figure, args.layer, args.head, title)
+            log(f"figure: {figure}")
+        write_explorer(payload, out)
     log(f"explorer: {out} ({title})")
+
+
+@torch.no_grad()
+def vit_overlays(model: ViT, image: torch.Tensor, path, layer: int | None = None, head: int | None = None,
+                 title: str | None = None) -> None:
+    """The ViT's attention drawn on the image: attention rollout through every layer, then each
+    head of one layer (default the last): the class token's row, or with mean pooling the mean row."""
+    from redthread.viz.patches import attention_rollout, plot_patch_overlays
+    from redthread.viz.record import record_attention
+
+    model.eval()
+    with record_attention(model) as maps:
+        probs = model(image).softmax(-1)[0]  # (K,)
+    att = maps.stacked("encoder")[:, 0]  # (L, H, S, S), S = (1 +) P
+    L, H = att.shape[:2]
+    if layer is None:
+        layer = L - 1
+    if not 0 <= layer < L or (head is not None and not 0 <= head < H):
+        raise RedthreadError(f"--layer/--head out of range: the ViT has {L} layers and {H} heads (from 0)")
+    off = int(model.cfg.pool == "cls")
+
+    def reader(rows):  # (..., S, S) -> (..., P): what the pooled output reads from each patch
+        return rows[..., 0, off:] if off else rows[..., :, :].mean(-2)
+
+    panels = [reader(attention_rollout(att))[None]]  # (1, P)
+    heads = range(H) if head is None else [head]
+    panels.append(reader(att[layer, list(heads)]))  # (h, P)
+    who = "class token" if off else "mean of the patches"
+    titles = ["rollout, all layers"] + [f"layer {layer}, head {h}" for h in heads]
+    top = int(probs.argmax())
+    plot_patch_overlays(image[0], torch.cat(panels), titles, path,
+                        suptitle=f"where the {who} looks (P({top} | image) = {probs[top]:.3f})" + (f"\n{title}" if title else ""))

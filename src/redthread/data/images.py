@@ -125,7 +125,7 @@ def load_digits(upscale: int = 1, mode: str = "nearest", seed: int = 0, test_fra
 def prepare_image(image, channels: int, image_size: int) -> tuple[Tensor, list[str]]:
     """One image, (H, W) or (C, H, W) with values in [0, 1], -> (1, channels, size, size) and notices of what changed.
 
-    Colour to grey averages the channels; grey to colour repeats the channel; any other size is
+    Colour to grey averages the channels; grey to colour repeats the channel; RGBA drops alpha; any other size is
     resized bilinearly. Anything else (no image at all, a channel count that maps to nothing) is an error.
     """
     x = torch.as_tensor(image, dtype=torch.float32)
@@ -140,6 +140,8 @@ def prepare_image(image, channels: int, image_size: int) -> tuple[Tensor, list[s
             x = x[:3].mean(0, keepdim=True)  # RGB(A) -> grey
         elif channels == 3 and x.shape[0] == 1:
             x = x.expand(3, -1, -1)
+        elif channels == 3 and x.shape[0] == 4:
+            x = x[:3]  # RGBA -> RGB: the alpha channel dropped
         else:
             raise RedthreadError(f"the image has {x.shape[0]} channel(s), the model expects {channels}")
         notices.append(f"converted the image from {found} to {channels} channel(s)")

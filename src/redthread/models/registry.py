@@ -9,7 +9,8 @@ Rung names and their classes:
     mlp              MLPLM (Bengio et al. 2003, a fixed window)       models/mlp.py
     rnn, lstm, gru   RecurrentLM (cells with an explicit state)       models/recurrent.py
     transformer      TransformerLM                                    models/transformer.py
-A checkpoint may also hold an image classifier: ViT (models/vit.py), no text rung.
+A checkpoint may also hold an image model, no text rung: the ViT classifier (models/vit.py)
+or the image-to-text Captioner (models/captioner.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from torch import nn
 
 from redthread.errors import RedthreadError
 from redthread.models.bigram import BigramConfig, BigramLM
+from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
@@ -37,6 +39,7 @@ MODELS: dict[str, tuple[type[nn.Module], type]] = {
     "MLPLM": (MLPLM, MLPConfig),
     "RecurrentLM": (RecurrentLM, RecurrentConfig),
     "ViT": (ViT, ViTConfig),
+    "Captioner": (Captioner, CaptionerConfig),
 }
 
 # rung name -> (class name, config fields that define the rung)

@@ -43,7 +43,7 @@ class ViTConfig(ConfigMixin):
     image_size: int = 8  # square images, image_size x image_size pixels
     patch_size: int = 2
     channels: int = 1
-    n_classes: int = 10
+    n_classes: int = 10  # 0: no head, the ViT is an image encoder (the captioner's, models/captioner.py)
     n_layer: int = 3
     n_head: int = 4
     d_model: int = 64
@@ -53,9 +53,11 @@ class ViTConfig(ConfigMixin):
     pos: str = "learned"  # "learned" or "sinusoidal2d"
 
     def __post_init__(self):
-        check_positive_ints(self, "image_size", "patch_size", "channels", "n_classes", "n_layer", "n_head", "d_model")
-        if self.n_classes < 2:
-            raise RedthreadError(f"n_classes must be at least 2, got {self.n_classes}")
+        check_positive_ints(self, "image_size", "patch_size", "channels", "n_layer", "n_head", "d_model")
+        if not isinstance(self.n_classes, int) or isinstance(self.n_classes, bool) or self.n_classes < 0:
+            raise RedthreadError(f"n_classes must be a non-negative integer, got {self.n_classes!r}")
+        if self.n_classes == 1:
+            raise RedthreadError("n_classes must be at least 2 (or 0 for an encoder with no head), got 1")
         if self.image_size % self.patch_size != 0:
             raise RedthreadError(f"patch_size {self.patch_size} does not divide the image size {self.image_size}")
         if self.d_model % self.n_head != 0:
@@ -126,7 +128,7 @@ class ViT(nn.Module):
             EncoderBlock(cfg.d_model, cfg.n_head, cfg.ffn_size, dropout=cfg.dropout) for _ in range(cfg.n_layer)
         )
         self.norm_f = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
         init_weights(self, cfg.n_layer)
 
     def check_images(self, images: Tensor) -> None:
@@ -140,7 +142,8 @@ class ViT(nn.Module):
                 f"images are {images.size(2)}x{images.size(3)} pixels, the model expects {cfg.image_size}x{cfg.image_size}"
             )
 
-    def forward(self, images: Tensor) -> Tensor:
+    def encode(self, images: Tensor) -> Tensor:
+        """images (B, C_in, H, W) -> (B, P (+ 1), C): every patch's vector (after the class token's, if any)."""
         self.check_images(images)
         x = self.patch_emb(images)  # (B, P, C)
         if self.cls_token is not None:
@@ -148,7 +151,12 @@ class ViT(nn.Module):
         x = self.drop(x + (self.pos_emb if self.cfg.pos == "learned" else self.pos_table))
         for block in self.blocks:
             x = block(x)  # (B, P + 1, C): every patch attends to every patch (and the class token)
-        x = self.norm_f(x)
+        return self.norm_f(x)
+
+    def forward(self, images: Tensor) -> Tensor:
+        if self.head is None:
+            raise RedthreadError("this ViT has no classification head (n_classes=0): use encode(images)")
+        x = self.encode(images)  # (B, P + 1, C)
         pooled = x[:, 0] if self.cls_token is not None else x.mean(1)  # (B, C)
         return self.head(pooled)  # (B, K)
 

@@ -1,0 +1,234 @@
+"""`redthread train --task caption-shapes|caption-digits` and the captioner's attention pages and overlays.
+
+Claim C14: a caption's words attend to image regions. The captioner (`models/captioner.py`: a
+ViT encoder, a decoder with cross-attention) is trained by the one loop on scenes generated in
+code (`data/captions.py`), then scored on held-out scenes it never saw:
+
+    exact match     greedy captions equal to the reference, word for word (and with top-p
+                    sampling, p = 0.9, temperature 1, seed 0)
+    test NLL        -log P(caption word | words before, image), nats per word, teacher-forced
+    grounding       the share of each object word's cross-attention (heads averaged, per layer,
+                    then averaged over layers) on that object's patches, on the reference
+                    captions, beside the share uniform attention would give
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from redthread.data.captions import EOS, TASKS, CaptionData, Vocabulary, load_caption_data
+from redthread.errors import RedthreadError
+from redthread.files import atomic_write_text
+from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.train.loop import TrainConfig, evaluate, train
+
+# measured on caption-shapes (docs/vision.md): AdamW, warm-up, cosine decay, batch 64
+CAPTION_TRAIN = {"max_iters": 1500, "batch_size": 64, "lr": 2e-3, "min_lr": 1e-4, "warmup_iters": 100, "weight_decay": 0.05}
+SCENES = {"n_train": 20000, "n_test": 1000, "seed": 0}
+TOP_P = 0.9
+
+
+def captioner_config(data: CaptionData, requested: dict) -> CaptionerConfig:
+    """CaptionerConfig for this data: image size, channels, patch size, vocabulary and caption length from the data."""
+    known = {f.name for f in fields(CaptionerConfig)}
+    unknown = sorted(set(requested) - known)
+    if unknown:
+        raise RedthreadError(f"--{unknown[0].replace('_', '-')} is not a captioner setting (captioner: {', '.join(sorted(known))})")
+    base = {"vocab_size": len(data.vocab), "max_len": data.max_len, "image_size": data.image_size,
+            "channels": data.channels, "patch_size": data.patch_size}
+    for name in ("vocab_size", "image_size", "channels", "patch_size"):
+        if name in requested and requested[name] != base[name]:
+            raise RedthreadError(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
+    return CaptionerConfig(**{**base, **requested})
+
+
+def pad_to(seq: torch.Tensor, length: int) -> torch.Tensor:
+    return torch.nn.functional.pad(seq, (0, length - seq.size(1)))[:, :length]  # pads with <pad> = 0
+
+
+@torch.no_grad()
+def exact_match(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256, **decoding) -> float:
+    """The share of scenes whose decoded caption equals the reference, word for word."""
+    s = data.split(split)
+    device = next(model.parameters()).device
+    hits = 0
+    for start in range(0, len(s), batch_size):
+        ref = s.tokens[start : start + batch_size]  # (B, L)
+        out = model.caption(s.images[start : start + batch_size].to(device), **decoding).cpu()
+        hits += int((pad_to(out, ref.size(1)) == ref).all(1).sum())
+    return hits / len(s)
+
+
+@torch.no_grad()
+def grounding(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256):
+    """`redthread.viz.patches.Grounding` of the reference captions of a split (teacher-forced)."""
+    from redthread.viz.patches import Grounding, grounding_mass
+    from redthread.viz.record import record_attention
+
+    s = data.split(split)
+    device = next(model.parameters()).device
+    model.eval()
+    masses, uniforms = [], []
+    for start in range(0, len(s), batch_size):
+        tokens = s.tokens[start : start + batch_size]
+        with record_attention(model) as maps:
+            model(s.images[start : start + batch_size].to(device), tokens[:, :-1].to(device))
+        cross = maps.stacked("cross").transpose(0, 1)  # (B, L, H, T, P)
+        mass, uniform, _ = grounding_mass(cross, s.masks[start : start + batch_size])
+        masses.append(mass)
+        uniforms.append(uniform)
+    return Grounding.from_mass(torch.cat(masses), torch.cat(uniforms))
+
+
+def score_captioner(model: Captioner, data: CaptionData, split: str = "val") -> dict:
+    model.eval()
+    g = grounding(model, data, split)
+    return {
+        "scenes": len(data.split(split)),
+        "exact_match": exact_match(model, data, split),
+        "exact_match_top_p": exact_match(model, data, split, temperature=1.0, top_p=TOP_P, seed=0),
+        "nll": evaluate(model, data, split, batch_size=256)["nll"],
+        **g.to_dict(),
+    }
+
+
+def _words(value: str | None, what: str) -> list[str] | None:
+    if value is None:
+        return None
+    words = [w.strip() for w in value.split(",") if w.strip()]
+    if not words:
+        raise RedthreadError(f"--{what} is empty: the caption vocabulary needs at least one {what[:-1]}")
+    return words
+
+
+def train_captioner(
+    task: str,
+    out: str | Path,
+    model_fields: dict | None = None,
+    train_fields: dict | None = None,
+    scenes: int | None = None,
+    colours: str | None = None,
+    shapes: str | None = None,
+    patch_size: int | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+    log=print,
+) -> dict:
+    """Train a captioner on `task` into the run folder `out`; write results.json; return the test scores."""
+    from redthread.commands.train import check_run_dir
+    from redthread.train.checkpoint import read_checkpoint
+
+    out = Path(out)
+    check_run_dir(out, resume, overwrite)
+    settings = {**SCENES, "n_train": scenes or SCENES["n_train"], "patch_size": patch_size,
+                "colours": _words(colours, "colours"), "shapes": _words(shapes, "shapes")}
+    if resume:  # the scenes, and the model, of the run being continued
+        ckpt = read_checkpoint(out)
+        if ckpt.extra.get("task") != task:
+            raise RedthreadError(f"the run in {out} is {ckpt.extra.get('task') or 'not a captioner'}, not {task}")
+        settings = ckpt.extra["scenes"]
+        model_fields = ckpt.config
+    data = load_caption_data(task, **settings)
+    settings["patch_size"] = data.patch_size
+    cfg_model = CaptionerConfig.from_dict(model_fields) if resume else captioner_config(data, model_fields or {})
+    cfg = TrainConfig(**{**CAPTION_TRAIN, "eval_interval": 500, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
+    torch.manual_seed(cfg.seed)
+    model = Captioner(cfg_model)
+    n_train, n_test = len(data.split("train")), len(data.split("val"))
+    log(f"captioner on {task}: {n_train:,} training scenes, {n_test:,} unseen test scenes, vocabulary of "
+        f"{len(data.vocab)}; {model.num_params():,} parameters, {cfg.max_iters} steps")
+    extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list()}
+    result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log, extra=extra)
+    scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
+    atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
+    return scores
+
+
+def report_lines(r: dict) -> list[str]:
+    layers = ", ".join(f"{v:.3f}" for v in r["grounding_per_layer"])
+    return [
+        f"test ({r['scenes']} unseen scenes): exact match {r['exact_match']:.4f} greedy, "
+        f"{r['exact_match_top_p']:.4f} top-p {TOP_P}; NLL {r['nll']:.4f} nats/word",
+        f"grounding: {r['grounding']:.3f} of each object word's cross-attention on its object "
+        f"(per layer {layers}) against {r['uniform_baseline']:.3f} for uniform attention ({r['grounded_words']} words)",
+    ]
+
+
+# ---- seeing it: the explorer page and the per-word overlays -------------------------------------
+
+
+def test_scene(ckpt, index: int):
+    """Test scene `index` of a captioner run: (image (1, C, H, W), reference words, title)."""
+    task, settings = ckpt.extra["task"], ckpt.extra["scenes"]
+    data = load_caption_data(task, **settings)
+    s = data.split("val")
+    if not 0 <= index < len(s):
+        raise RedthreadError(f"--index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
+    words = data.vocab.decode(s.tokens[index].tolist())
+    return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
+
+
+@torch.no_grad()
+def caption_attention(model: Captioner, image: torch.Tensor) -> tuple[list[int], object]:
+    """Greedy caption of one image (1, C, H, W) and its attention maps, recorded on the caption
+    (<bos> + words + <eos>) in one teacher-forced pass."""
+    from redthread.viz.record import record_attention
+
+    model.eval()
+    ids = model.caption(image)[0].tolist()
+    ids = ids[: ids.index(EOS) + 1] if EOS in ids else ids
+    with record_attention(model) as maps:
+        model(image, torch.tensor([ids[:-1]]))
+    return ids, maps
+
+
+def caption_payload(model: Captioner, image: torch.Tensor, vocab: Vocabulary, title: str, notice: str | None) -> dict:
+    """Explorer payload: the encoder over patches, the decoder over words, the words over patches."""
+    from redthread.commands.images import image_data_uri
+    from redthread.viz.explorer import payload_tab
+
+    ids, maps = caption_attention(model, image)
+    words = vocab.words
+    inputs = [words[i] for i in ids[:-1]]  # what the decoder reads: <bos> word word ...
+    produced = [f"→ {words[i]}" for i in ids[1:]]  # what each step wrote
+    G = model.grid
+    patches = [f"patch r{r}c{c}" for r in range(G) for c in range(G)]
+    picture = {"src": image_data_uri(image[0]), "grid": [G, G], "offset": 0}
+    tabs = [
+        payload_tab("cross", produced, patches, maps.stacked("cross")[:, 0], image=picture),
+        payload_tab("decoder", inputs, inputs, maps.stacked("decoder")[:, 0]),
+        payload_tab("encoder", patches, patches, maps.stacked("encoder")[:, 0], image=picture),
+    ]
+    caption = " ".join(vocab.decode(ids))
+    cfg = model.cfg
+    model_text = (f"captioner: ViT encoder {cfg.n_layer_encoder} layers, decoder {cfg.n_layer_decoder} layers, "
+                  f"{cfg.n_head} heads, {G}x{G} patches; greedy caption: \"{caption}\"")
+    return {"title": title, "model": model_text, "notice": notice, "tabs": tabs}
+
+
+def caption_overlays(model: Captioner, image: torch.Tensor, vocab: Vocabulary, path, layer: int | None = None,
+                     head: int | None = None, title: str | None = None) -> str:
+    """One panel per generated word: its cross-attention over the patches (mean over heads and
+    layers, or one layer / head) drawn on the image. Returns the caption."""
+    from redthread.viz.patches import plot_patch_overlays
+
+    ids, maps = caption_attention(model, image)
+    cross = maps.stacked("cross")[:, 0]  # (L, H, T, P)
+    L, H = cross.shape[:2]
+    if (layer is not None and not 0 <= layer < L) or (head is not None and not 0 <= head < H):
+        raise RedthreadError(f"--layer/--head out of range: the decoder has {L} layers and {H} heads (from 0)")
+    rows = cross if layer is None else cross[layer : layer + 1]
+    rows = rows.mean(0)  # (H, T, P)
+    rows = rows.mean(0) if head is None else rows[head]  # (T, P)
+    which = "mean over layers and heads" if layer is None and head is None else \
+        f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}"
+    titles = [vocab.words[i] for i in ids[1:]]
+    caption = " ".join(vocab.decode(ids))
+    plot_patch_overlays(image[0], rows, titles, path, suptitle=f"\"{caption}\": cross-attention per word ({which})"
+                        + (f"\n{title}" if title else ""))
+    return caption

@@ -1,0 +1,118 @@
+"""Image to text: a ViT encoder and a Transformer decoder whose words attend to image patches.
+
+Claim C14 of the seed, both halves at once. The image is a sequence of patches
+(`redthread.models.vit.ViT` with no head, n_classes=0); the caption is a sequence of words;
+the decoder (`redthread.models.transformer.Decoder`: masked self-attention, then
+cross-attention to the patch vectors, then the FFN) learns
+
+    P(word_t | words_<t, image)
+
+by maximum likelihood with the one training loop, exactly like the sequence-to-sequence
+Transformer of the paper with a ViT in place of the text encoder. Each cross-attention row says
+how much every patch contributed to one step of the caption: what `redthread.viz.patches`
+measures against the scene's ground truth (the grounding score) and draws on the image.
+Shape legend: B batch, C_in image channels, H, W pixels, P patches, C d_model, T caption length, V words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from redthread.data.captions import BOS, EOS, PAD, ImageText
+from redthread.errors import RedthreadError
+from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
+from redthread.models.transformer import ConditionedDecoder, Decoder, TransformerConfig
+from redthread.models.vit import VIT_POSITIONAL, ViT, ViTConfig
+
+
+@dataclass(frozen=True)
+class CaptionerConfig(ConfigMixin):
+    vocab_size: int = 16  # caption words, with <pad> <bos> <eos>
+    max_len: int = 16  # the longest caption the decoder sees, <bos> included: its context window
+    image_size: int = 24
+    patch_size: int = 4
+    channels: int = 3
+    n_layer_encoder: int = 2
+    n_layer_decoder: int = 2
+    n_head: int = 4
+    d_model: int = 64
+    d_ff: int | None = None  # None: 4 * d_model
+    dropout: float = 0.0
+    pos: str = "learned"  # the encoder's patch positions: "learned" or "sinusoidal2d"
+
+    def __post_init__(self):
+        check_positive_ints(self, "vocab_size", "max_len", "image_size", "patch_size", "channels",
+                            "n_layer_encoder", "n_layer_decoder", "n_head", "d_model")
+        if self.vocab_size <= EOS + 1:
+            raise RedthreadError(f"vocab_size {self.vocab_size} leaves no caption words beside <pad> <bos> <eos>")
+        check_dropout(self.dropout)
+        if self.pos not in VIT_POSITIONAL:
+            raise RedthreadError(f"pos must be one of {', '.join(VIT_POSITIONAL)}; got {self.pos!r}")
+        self.encoder_config()  # the patch and head checks live there
+        self.decoder_config()
+
+    def encoder_config(self) -> ViTConfig:
+        return ViTConfig(image_size=self.image_size, patch_size=self.patch_size, channels=self.channels, n_classes=0,
+                         n_layer=self.n_layer_encoder, n_head=self.n_head, d_model=self.d_model, d_ff=self.d_ff,
+                         dropout=self.dropout, pool="mean", pos=self.pos)
+
+    def decoder_config(self) -> TransformerConfig:
+        return TransformerConfig(vocab_size=self.vocab_size, block_size=self.max_len, n_layer=self.n_layer_decoder,
+                                 n_head=self.n_head, d_model=self.d_model, d_ff=self.d_ff, dropout=self.dropout,
+                                 pos="learned")
+
+
+class Captioner(nn.Module):
+    """model(ImageText(images (B, C_in, H, W), tokens (B, T))) -> logits (B, T, V) of the next word."""
+
+    def __init__(self, cfg: CaptionerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = ViT(cfg.encoder_config())  # patches -> (B, P, C); mean-pool setting: no class token
+        self.decoder = Decoder(cfg.decoder_config())
+
+    @property
+    def grid(self) -> int:
+        return self.encoder.cfg.grid
+
+    def encode(self, images: Tensor) -> Tensor:
+        return self.encoder.encode(images)  # (B, P, C)
+
+    def forward(self, x: ImageText | Tensor, tokens: Tensor | None = None) -> Tensor:
+        images, tokens = (x.images, x.tokens) if isinstance(x, ImageText) else (x, tokens)
+        if tokens is None:
+            raise RedthreadError("the captioner needs the caption so far: model(ImageText(images, tokens))")
+        if tokens.dim() != 2 or tokens.size(0) != images.size(0):
+            raise RedthreadError(f"tokens must be (batch, length) for {images.size(0)} images, got {tuple(tokens.shape)}")
+        return self.decoder(tokens, memory=self.encode(images))  # (B, T, V)
+
+    def conditioned_on(self, images: Tensor) -> ConditionedDecoder:
+        """A language model of captions given these images, for `redthread.generate`."""
+        return ConditionedDecoder(self.decoder, self.encode(images), None)
+
+    @torch.no_grad()
+    def caption(
+        self, images: Tensor, temperature: float = 0.0, top_p: float | None = None, seed: int | None = None
+    ) -> Tensor:
+        """Captions (B, T) starting with <bos>, each row padded after its <eos>: greedy by default
+        (temperature 0), top-p sampling with temperature > 0 and top_p. Decoded with the KV cache."""
+        from redthread.generate.sampler import generate_stream
+
+        was_training = self.training
+        self.eval()
+        lm = self.conditioned_on(images)
+        seq = torch.full((images.size(0), 1), BOS, dtype=torch.int64, device=images.device)  # (B, 1)
+        done = torch.zeros(images.size(0), dtype=torch.bool, device=images.device)
+        for nxt in generate_stream(lm, seq, self.cfg.max_len - 1, temperature=temperature, top_p=top_p, seed=seed):
+            seq = torch.cat([seq, nxt.masked_fill(done[:, None], PAD)], dim=1)
+            done |= nxt[:, 0] == EOS
+            if done.all():
+                break
+        self.train(was_training)
+        return seq
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())

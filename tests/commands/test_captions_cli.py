@@ -1,0 +1,115 @@
+"""`redthread train --task caption-shapes|caption-digits` on a tiny budget, the captioner's explorer
+page and per-word overlays, and bad input as one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import redthread as rt
+from redthread.models.captioner import Captioner
+from tests.test_cli import assert_one_line_error, cli
+
+TINY = ["--max-iters", "3", "--batch-size", "16", "--eval-interval", "3", "--no-progress", "--device", "cpu",
+        "--scenes", "64", "--n-layer-encoder", "1", "--n-layer-decoder", "1", "--d-model", "16", "--n-head", "2"]
+
+
+@pytest.fixture(scope="module")
+def caption_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cap") / "run"
+    code, stdout, err = cli("train", "--task", "caption-shapes", "--out", out, *TINY)
+    assert code == 0, err
+    return out, stdout
+
+
+def test_train_caption_shapes_reports_exact_match_and_grounding(caption_run):
+    out, stdout = caption_run
+    r = json.loads((out / "results.json").read_text())
+    assert 0 <= r["exact_match"] <= 1 and 0 <= r["exact_match_top_p"] <= 1 and r["scenes"] > 900
+    assert 0 <= r["grounding"] <= 1 and 0 < r["uniform_baseline"] < 1 and len(r["grounding_per_layer"]) == 1
+    assert "exact match" in stdout and "against" in stdout and "uniform attention" in stdout
+    model = rt.load_checkpoint(out)
+    assert isinstance(model, Captioner) and model.cfg.n_layer_decoder == 1 and model.cfg.channels == 3
+    code, _, err = cli("train", "--task", "caption-shapes", "--out", out, *TINY)
+    assert_one_line_error(code, err, "already holds a run")
+
+
+def test_train_caption_digits_and_resume(tmp_path):
+    out = tmp_path / "digits"
+    code, stdout, err = cli("train", "--task", "caption-digits", "--out", out, *TINY)
+    assert code == 0, err
+    assert rt.load_checkpoint(out).cfg.channels == 1
+    code, stdout, err = cli("train", "--task", "caption-digits", "--out", out, "--resume", "--max-iters", "5",
+                            "--no-progress", "--device", "cpu")
+    assert code == 0, err
+    assert json.loads((out / "results.json").read_text())["steps"] == 5
+    code, _, err = cli("train", "--task", "caption-shapes", "--out", out, "--resume", "--no-progress")
+    assert_one_line_error(code, err, "is caption-digits, not caption-shapes")
+
+
+def test_caption_explorer_page_and_word_overlays(caption_run, tmp_path):
+    out, _ = caption_run
+    page, figure = tmp_path / "scene.html", tmp_path / "words.png"
+    code, stdout, err = cli("attention", "--checkpoint", out, "--index", "2", "--out", page, "--figure", figure)
+    assert code == 0, err
+    html = page.read_text()
+    assert '"cross"' in html and "patch r5c5" in html and "data:image/png;base64," in html and "→ " in html
+    assert figure.read_bytes()[:4] == b"\x89PNG" and "one panel per word" in stdout
+    assert "test scene 2 of caption-shapes" in stdout
+
+
+def test_caption_attention_of_an_image_file_with_notices(caption_run, tmp_path):
+    import numpy as np
+    from matplotlib.image import imsave
+
+    out, _ = caption_run
+    png = tmp_path / "grey.png"
+    imsave(png, np.random.default_rng(0).random((30, 30)), cmap="gray")  # RGBA, 30 x 30
+    code, stdout, err = cli("attention", "--checkpoint", out, "--image", png, "--out", tmp_path / "p.html")
+    assert code == 0, err
+    assert "notice: converted the image from 4 to 3 channel(s)" in stdout
+    assert "notice: resized the image from 30x30 to 24x24 pixels" in stdout
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--colours", ""], ["--colours is empty", "caption vocabulary needs at least one colour"]),
+    (["--colours", "red,purple"], ["unknown colour 'purple'"]),
+    (["--patch-size", "5"], ["patch size 5 does not divide the 24-pixel canvas"]),
+    (["--n-layer", "2"], ["--n-layer-encoder and --n-layer-decoder"]),
+    (["--data", "x.txt"], ["generates its own scenes"]),
+    (["--block-size", "8"], ["--block-size is not a captioner setting"]),
+])
+def test_train_caption_bad_input_is_one_line(tmp_path, args, needles):
+    code, _, err = cli("train", "--task", "caption-shapes", "--out", tmp_path / "run", *TINY, *args)
+    assert_one_line_error(code, err, *needles)
+    assert not (tmp_path / "run").exists()
+
+
+def test_caption_attention_bad_input_is_one_line(caption_run, tmp_path):
+    out, _ = caption_run
+    code, _, err = cli("attention", "--checkpoint", out, "--index", "5000", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "--index 5000 is out of range")
+    code, _, err = cli("attention", "--checkpoint", out, "--index", "0", "--out", tmp_path / "p.html",
+                       "--figure", tmp_path / "f.png", "--layer", "7")
+    assert_one_line_error(code, err, "--layer/--head out of range", "1 layers")
+    assert not (tmp_path / "p.html").exists() and not (tmp_path / "f.png").exists()
+    code, _, err = cli("train", "--colours", "red", "--out", tmp_path / "lm")
+    assert_one_line_error(code, err, "--colours is a captioner setting")
+
+
+def test_caption_page_opens_in_a_browser_without_errors(browser, caption_run, tmp_path):
+    from redthread.commands.captions import caption_payload, test_scene
+    from redthread.data.captions import Vocabulary
+    from redthread.train.checkpoint import read_checkpoint
+    from tests.viz.test_explorer_browser import Page
+
+    ckpt = read_checkpoint(caption_run[0])
+    image, _, title = test_scene(ckpt, 0)
+    p = Page(browser, tmp_path, caption_payload(ckpt.model, image, Vocabulary(ckpt.extra["vocab"]), title, None))
+    try:
+        assert p.page.locator("#head-svg image").count() == 1
+        assert p.page.locator("#head-svg .patch").count() == 36  # 6 x 6 patches
+        p.assert_clean()
+    finally:
+        p.context.close()
