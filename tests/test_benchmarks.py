@@ -47,3 +47,9 @@ def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
 def test_ddp_scaling_benchmark_prints_the_efficiency(tmp_path):
     out = run_script("ddp_scaling.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "efficiency" in out and (tmp_path / "f.json").is_file()
+
+
+def test_gpu_train_benchmark_runs_its_tiny_config_on_the_cpu(tmp_path):
+    out = run_script("gpu_train.py", "--tiny", "--device", "cpu", "--peer", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "MFU" in out and "ratio redthread/HF" in out and "still to be measured" in out
+    assert (tmp_path / "f.json").is_file()

@@ -12,6 +12,12 @@ progress bar, metrics in `metrics.jsonl`, a loss-curve PNG, and atomic checkpoin
 `resume=True` continues exactly as if the run had never stopped. Under torchrun the same loop
 trains data-parallel over processes (`train/distributed.py`).
 
+Speed and memory, each its own module: the precision (fp32, bf16 or fp16 autocast with a loss
+scale, chosen from what the device can do; TF32 matmuls on Ampere+: `train/precision.py`),
+`torch.compile` of the training forward (`train/compiler.py`), activation checkpointing
+(`train/memory.py`), and tokens/s with the model FLOPs utilisation in the progress line and
+the metrics (`train/flops.py`).
+
 A data source is anything with
     batch(split: str, batch_size: int, generator) -> (x, y)
     eval_batches(split: str, batch_size: int, max_batches: int | None) -> iterator of (x, y)
@@ -35,7 +41,11 @@ from redthread.files import atomic_write, atomic_write_text
 from redthread.models.base import model_device
 from redthread.train import distributed
 from redthread.train.checkpoint import FILENAME, read_checkpoint, save_checkpoint
+from redthread.train.compiler import compile_model
+from redthread.train.flops import mfu, model_flops_per_token, peak_flops
+from redthread.train.memory import checkpoint_blocks
 from redthread.train.objectives import perplexity, scored, token_nll
+from redthread.train.precision import PRECISIONS, choose_precision, enable_tf32
 
 
 class DataSource(Protocol):
@@ -62,6 +72,10 @@ class TrainConfig:
     seed: int = 1337
     device: str = "auto"
     max_time: float | None = None  # seconds; stop early once spent
+    precision: str = "auto"  # auto, fp32, bf16 or fp16 (train/precision.py)
+    compile: bool = False  # torch.compile the training forward
+    activation_checkpointing: bool = False  # recompute each block in backward instead of storing it
+    peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval"):
@@ -75,6 +89,13 @@ class TrainConfig:
             raise RedthreadError("grad_clip and weight_decay must be >= 0")
         if self.max_time is not None and not self.max_time > 0:
             raise RedthreadError(f"max_time must be a positive number of seconds, got {self.max_time}")
+        if self.precision not in PRECISIONS:
+            raise RedthreadError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
+        for name in ("compile", "activation_checkpointing"):
+            if not isinstance(getattr(self, name), bool):
+                raise RedthreadError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.peak_flops is not None and not (isinstance(self.peak_flops, (int, float)) and 0 < self.peak_flops < math.inf):
+            raise RedthreadError(f"peak_flops must be a positive number of FLOP/s, got {self.peak_flops!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -217,9 +238,13 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed + rank)  # rank r's shard of the batches
     model.to(device).train()
     optimizer = make_optimizer(model, cfg, device)
+    precision = choose_precision(cfg.precision, device)
+    tf32 = enable_tf32(device)
+    scaler = precision.make_scaler()  # a pass-through unless fp16
     run_dir = Path(run_dir) if run_dir is not None else None
     metrics_path = run_dir / "metrics.jsonl" if run_dir and main else None  # only rank 0 writes
     log = log if main else None
+    extra = {k: v for k, v in (extra or {}).items() if k != "grad_scaler"}  # a resumed run's is replaced below
 
     step = 0
     if resume:
@@ -229,6 +254,8 @@ def train(
         model.load_state_dict(ckpt.model.state_dict())
         if ckpt.optimizer_state is not None:
             optimizer.load_state_dict(ckpt.optimizer_state)
+        if scaler.is_enabled() and "grad_scaler" in ckpt.extra:
+            scaler.load_state_dict(ckpt.extra["grad_scaler"])
         _restore_rng(distributed.own_rng(ckpt.rng), generator)
         step = ckpt.step
         _truncate_metrics(metrics_path, step)
@@ -236,10 +263,20 @@ def train(
         run_dir.mkdir(parents=True, exist_ok=True)
         metrics_path.write_text("")
 
-    autocast = _autocast(device)
+    forward_model, compile_message = compile_model(model, device) if cfg.compile else (model, None)
+    if log:
+        for line in _speed_report(precision.name, device, tf32, cfg, compile_message):
+            log(line)
+    # MFU: the model's FLOPs per token against the device's peak, on the rank that reports
+    counts_flops = main and callable(getattr(model, "flops_per_token", None))
+    peak, peak_source = peak_flops(device, precision.name, cfg.peak_flops) if counts_flops else (None, "")
+    if counts_flops and peak is None and log:
+        log(f"MFU not shown: {peak_source}")
+    flops_per_token = None  # known at the first batch, from its length
+
     # progress: True for a bar of its own, or any object with update(step, info) (e.g. the ladder's)
     bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, bool(progress) and main)
-    ddp_model = distributed.wrap(model, device)  # averages gradients over ranks; `model` is what is saved
+    ddp_model = distributed.wrap(forward_model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
@@ -249,9 +286,11 @@ def train(
         if run_dir is not None:
             rng = distributed.gather_rng(rng or _rng_state(generator))  # every rank takes part
             if main:
-                save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, extra)
+                state = {**extra, "grad_scaler": scaler.state_dict()} if scaler.is_enabled() else extra
+                save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, state)
                 plot_loss_curve(metrics_path, run_dir / "loss.png")
 
+    restore_blocks = checkpoint_blocks(model) if cfg.activation_checkpointing else None  # before the first (traced) forward
     try:
         while step < cfg.max_iters:
             # the random state this step starts from: an interrupted step is redone from here on --resume
@@ -263,15 +302,19 @@ def train(
                 x, y = data.batch("train", cfg.batch_size, generator)
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
                 with distributed.sync_gradients(ddp_model, micro == cfg.grad_accum - 1):
-                    with autocast:
+                    with precision.autocast():
                         loss = objective(ddp_model(x), y) / cfg.grad_accum
-                    loss.backward()
+                    scaler.scale(loss).backward()
                 loss_acc += loss.detach()
                 tokens_since_log += y.numel() * world
+            if peak is not None and flops_per_token is None:
+                flops_per_token = model_flops_per_token(model, x.shape[-1])
             updating = True
             if cfg.grad_clip > 0:
+                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            optimizer.step()
+            scaler.step(optimizer)  # fp16: skipped when a gradient overflowed, and the scale backs off
+            scaler.update()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             updating, rng_at_step = False, None  # from here on the current random state is the next step's
@@ -285,8 +328,13 @@ def train(
                 tok_s = tokens_since_log / max(now - t_log, 1e-9)
                 tokens_total += tokens_since_log
                 t_log, tokens_since_log = now, 0
-                _write_metrics(metrics_path, {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": now - t0})
-                bar.update(step, f"loss {last_loss:.3f}  {tok_s:,.0f} tok/s")
+                row = {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": now - t0}
+                info = f"loss {last_loss:.3f}  {tok_s:,.0f} tok/s"
+                if flops_per_token is not None:
+                    row["mfu"] = mfu(tok_s / world, flops_per_token, peak)  # per device
+                    info += f"  MFU {row['mfu']:.1%}"
+                _write_metrics(metrics_path, row)
+                bar.update(step, info)
             if step % cfg.eval_interval == 0 or step == cfg.max_iters:
                 ev = evaluate(model, data, "val", cfg.batch_size, cfg.eval_batches, objective)
                 val_nll = ev["nll"]
@@ -308,6 +356,8 @@ def train(
     finally:
         if isinstance(bar, Progress):
             bar.close()
+        if restore_blocks is not None:
+            restore_blocks()
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:
         checkpoint()  # stopped by the time budget between evaluations
     elapsed = time.perf_counter() - t0
@@ -338,10 +388,13 @@ def _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra
     return TrainResult(1, train_nll, ev["nll"], elapsed, tokens / max(elapsed, 1e-9))
 
 
-def _autocast(device: torch.device):
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast(device.type, enabled=False)
+def _speed_report(precision: str, device: torch.device, tf32: bool, cfg: TrainConfig, compile_message: str | None) -> list[str]:
+    """One line on how the step computes, when that is anything but plain fp32 (and the compile message)."""
+    parts = [f"{precision} autocast" if precision != "fp32" else "fp32"]
+    parts += ["TF32 matmuls"] * tf32 + ["compiled"] * (cfg.compile and compile_message is None)
+    parts += ["activation checkpointing"] * cfg.activation_checkpointing
+    lines = [f"training on {device}: {', '.join(parts)}"] if len(parts) > 1 or precision != "fp32" else []
+    return lines + [compile_message] * (compile_message is not None)
 
 
 def _write_metrics(path: Path | None, row: dict) -> None:

@@ -1,0 +1,116 @@
+"""Memory of a training step: activation checkpointing, and an estimate of the bytes a config needs.
+
+Activation checkpointing (Chen et al. 2016, "Training deep nets with sublinear memory cost")
+keeps only each block's input during the forward pass and recomputes the block's inside during
+backward: about one more forward pass of compute (~33% more FLOPs) for activation memory that
+no longer grows with depth times width, which is what long contexts need. `checkpoint_blocks`
+applies it to every block of `model.blocks` by giving each block an instance `forward` that runs
+the class's through `torch.utils.checkpoint`: the state-dict keys, and so the checkpoints, are
+untouched, and the function it returns restores the plain blocks (the loop calls it at the end).
+
+The estimate (`estimate_memory`), for a pre-norm `TransformerConfig` with GELU FFN, counted from
+what autograd saves (checked against torch's saved-tensor hooks in tests/train/test_memory.py):
+
+    weights + gradients + AdamW m and v      16 bytes per parameter (all float32, in every precision)
+    autocast's weight copies                 2 bytes per parameter under bf16/fp16
+    per block, saved for backward            B T (8 C + e (6 C + 2 F))  bytes
+        the two LayerNorm inputs (float32, 4 bytes), and in the compute dtype (e bytes: 4 fp32,
+        2 bf16/fp16) the first LayerNorm's output, q, k, v, the attention output, the second
+        LayerNorm's output, the FFN's hidden pre-activation and its GELU (F = d_ff)
+      + 2 B T C bytes with dropout (the residual dropouts' boolean masks)
+      + B H T^2 (2 e + 1) where attention runs the explicit path (weights kept) instead of a
+        fused kernel: softmax output, its dropout mask and result (Korthikanti et al. 2022)
+    after the blocks                         B T C (4 + e) + 2 x 4 B T V
+        final LayerNorm in/out, the float32 log-probabilities of the loss and their gradient
+
+With checkpointing a block keeps only its float32 input, 4 B T C bytes, and one block's full
+activations are alive again while it is recomputed. Not counted: the allocator's fragmentation,
+the CUDA context (~0.5 GiB), compiled kernels' workspaces, the data batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from redthread.errors import RedthreadError
+from redthread.models.transformer import TransformerConfig, TransformerLM
+
+COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def _recompute(forward, *args, **kwargs):
+    """One block's forward, recomputed in backward when gradients are being taken; plain otherwise."""
+    if not torch.is_grad_enabled():
+        return forward(*args, **kwargs)  # evaluation: nothing to save, nothing to recompute
+    return checkpoint(forward, *args, use_reentrant=False, **kwargs)  # the RNG state is replayed: same dropout
+
+
+def checkpoint_blocks(model: nn.Module) -> Callable[[], None]:
+    """Make every block of `model.blocks` save only its input for backward; return the undo."""
+    blocks = getattr(model, "blocks", None)
+    if not isinstance(blocks, nn.ModuleList) or len(blocks) == 0:
+        raise RedthreadError(f"activation checkpointing needs a model with blocks (a Transformer); {type(model).__name__} has none")
+    own = [block.__dict__.get("forward") for block in blocks]  # a forward already set on the instance, if any
+    for block in blocks:
+        block.forward = functools.partial(_recompute, block.forward)
+
+    def restore() -> None:
+        for block, forward in zip(blocks, own):
+            if forward is None:
+                del block.forward
+            else:
+                block.forward = forward
+
+    return restore
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes of one training step, by part (see the module docstring for the formulas)."""
+
+    parameters: int  # float32 weights
+    gradients: int
+    optimizer: int  # AdamW's two moments
+    activations: int  # saved for backward, autocast's weight copies included
+    logits_grad: int  # the loss gradient w.r.t. the log-probabilities, alive at the start of backward
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer + self.activations + self.logits_grad
+
+
+def count_parameters(cfg: TransformerConfig) -> int:
+    """Parameters of a TransformerLM with this config (a tied matrix once), built on the meta device: no memory."""
+    with torch.device("meta"):
+        model = TransformerLM(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+def estimate_memory(
+    cfg: TransformerConfig,
+    batch_size: int,
+    precision: str = "fp32",
+    activation_checkpointing: bool = False,
+    T: int | None = None,
+    fused_attention: bool = True,
+) -> MemoryEstimate:
+    """Bytes needed to train a TransformerLM with `cfg` on batches of `batch_size` x T (default block_size)."""
+    if precision not in COMPUTE_BYTES:
+        raise RedthreadError(f"precision must be one of {', '.join(COMPUTE_BYTES)}; got {precision!r}")
+    B, T, C, F, H, V = batch_size, T or cfg.block_size, cfg.d_model, cfg.ffn_size, cfg.n_head, cfg.vocab_size
+    e, n = COMPUTE_BYTES[precision], count_parameters(cfg)
+    block = B * T * (8 * C + e * (6 * C + 2 * F))  # saved by one block
+    if cfg.dropout > 0:
+        block += 2 * B * T * C
+    if not fused_attention:
+        block += B * H * T * T * (2 * e + 1)
+    blocks = cfg.n_layer * (4 * B * T * C) + block if activation_checkpointing else cfg.n_layer * block
+    head = B * T * C * (4 + e) + 4 * B * T * V
+    weight_copies = 2 * n if precision != "fp32" else 0
+    return MemoryEstimate(4 * n, 4 * n, 8 * n, blocks + head + weight_copies, 4 * B * T * V)
