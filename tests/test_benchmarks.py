@@ -53,3 +53,9 @@ def test_gpu_train_benchmark_runs_its_tiny_config_on_the_cpu(tmp_path):
     out = run_script("gpu_train.py", "--tiny", "--device", "cpu", "--peer", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "MFU" in out and "ratio redthread/HF" in out and "still to be measured" in out
     assert (tmp_path / "f.json").is_file()
+
+
+def test_vision_benchmark_runs_both_parts_quickly(tmp_path):
+    out = run_script("vision.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "ViT: test accuracy" in out and "exact match" in out and "uniform baseline" in out
+    assert (tmp_path / "f.json").is_file()

@@ -25,6 +25,7 @@ from redthread.models.registry import build_model
 from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegressor, NadarayaWatson, SoftmaxRegression
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.models.vit import ViT, ViTConfig
+from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.calibration import calibration
 from redthread.train.loop import TrainConfig, evaluate
@@ -38,6 +39,7 @@ __all__ = [
     "LinearRegression", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
     "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",
+    "CaptionerConfig", "Captioner",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",

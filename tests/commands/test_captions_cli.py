@@ -37,10 +37,10 @@ def test_train_caption_shapes_reports_exact_match_and_grounding(caption_run):
 
 def test_train_caption_digits_and_resume(tmp_path):
     out = tmp_path / "digits"
-    code, stdout, err = cli("train", "--task", "caption-digits", "--out", out, *TINY)
+    code, _, err = cli("train", "--task", "caption-digits", "--out", out, *TINY)
     assert code == 0, err
     assert rt.load_checkpoint(out).cfg.channels == 1
-    code, stdout, err = cli("train", "--task", "caption-digits", "--out", out, "--resume", "--max-iters", "5",
+    code, _stdout, err = cli("train", "--task", "caption-digits", "--out", out, "--resume", "--max-iters", "5",
                             "--no-progress", "--device", "cpu")
     assert code == 0, err
     assert json.loads((out / "results.json").read_text())["steps"] == 5

@@ -130,3 +130,35 @@ def test_attention_image_page_opens_in_a_browser_without_errors(browser, vit_run
         p.assert_clean()
     finally:
         p.context.close()
+
+
+def test_vit_figure_draws_rollout_and_every_head_on_the_image(vit_run, tmp_path):
+    figure = tmp_path / "vit.png"
+    code, stdout, err = cli("attention", "--checkpoint", vit_run, "--index", "0", "--out", tmp_path / "v.html", "--figure", figure)
+    assert code == 0, err
+    assert figure.read_bytes()[:4] == b"\x89PNG" and f"figure: {figure}" in stdout
+    code, _, err = cli("attention", "--checkpoint", vit_run, "--index", "0", "--out", tmp_path / "w.html",
+                       "--figure", tmp_path / "w.png", "--layer", "2")
+    assert_one_line_error(code, err, "--layer/--head out of range", "2 layers")
+    assert not (tmp_path / "w.html").exists()
+
+
+def test_vit_rollout_panel_reads_the_class_token_row(vit_run, monkeypatch):
+    import torch
+
+    from redthread.commands.images import vit_overlays
+    from redthread.viz.patches import attention_rollout
+    from redthread.viz.record import record_attention
+
+    model, image = rt.load_checkpoint(vit_run), torch.rand(1, 1, 8, 8)
+    with record_attention(model) as maps:
+        model(image)
+    roll = attention_rollout(maps.stacked("encoder")[:, 0])  # (17, 17)
+    assert roll.shape == (17, 17) and torch.allclose(roll.sum(-1), torch.ones(17))
+    fig_rows = []
+    monkeypatch.setattr("redthread.viz.patches.plot_patch_overlays",
+                        lambda image, weights, titles, path, **kw: fig_rows.append((weights, titles)))
+    vit_overlays(model, image, None)
+    weights, titles = fig_rows[0]
+    assert titles[0] == "rollout, all layers" and len(titles) == 1 + 2  # rollout + the last layer's 2 heads
+    assert torch.allclose(weights[0], roll[0, 1:])  # the class token's row over the 16 patches

@@ -80,8 +80,9 @@ def test_digit_pairs_take_training_digits_for_training_and_test_digits_for_testi
             for side in range(2):
                 half = s.images[n, 0, :, 8 * side : 8 * side + 8]  # (16, 8): the digit somewhere in rows 0-15
                 assert any(half[r : r + 8].numpy().tobytes() in glyphs[split] for r in range(9))
-                assert s.masks[n, 1 + side].reshape(8, 8)[:, 4 * side : 4 * side + 4].any()  # its own half's patches
-                assert not s.masks[n, 1 + side].reshape(8, 8)[:, 4 * (1 - side) : 4 * (1 - side) + 4].any()
+                grid = s.masks[n, 1 + side].reshape(4, 4)  # 4 x 4 patches of 4 x 4 pixels
+                assert grid[:, 2 * side : 2 * side + 2].any()  # its own half's patches
+                assert not grid[:, 2 * (1 - side) : 2 * (1 - side) + 2].any()
 
 
 def test_caption_data_batches_teacher_force_and_ignore_padding():

@@ -6,7 +6,12 @@ import pytest
 import torch
 
 from redthread.errors import RedthreadError
-from redthread.viz.patches import attention_rollout, grounding_mass, grounding_score, plot_patch_overlays
+from redthread.viz.patches import (
+    attention_rollout,
+    grounding_mass,
+    grounding_score,
+    plot_patch_overlays,
+)
 
 
 def test_grounding_score_on_a_hand_made_map():
@@ -26,7 +31,7 @@ def test_grounding_score_on_a_hand_made_map():
     assert g.per_layer == pytest.approx([(0.5 + 1.0) / 2, (0.0 + 0.45) / 2])
     assert g.score == pytest.approx((0.75 + 0.225) / 2)
     assert g.uniform == pytest.approx(0.5) and g.words == 2
-    mass, uniform, which = grounding_mass(cross, masks)
+    mass, _uniform, which = grounding_mass(cross, masks)
     assert which.tolist() == [[0, 0], [0, 1]] and mass.shape == (2, 2)
 
 

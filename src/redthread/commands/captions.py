@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from redthread.data.captions import EOS, TASKS, CaptionData, Vocabulary, load_caption_data
+from redthread.data.captions import EOS, CaptionData, Vocabulary, load_caption_data
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.models.captioner import Captioner, CaptionerConfig
@@ -152,10 +152,10 @@ def train_captioner(
 def report_lines(r: dict) -> list[str]:
     layers = ", ".join(f"{v:.3f}" for v in r["grounding_per_layer"])
     return [
-        f"test ({r['scenes']} unseen scenes): exact match {r['exact_match']:.4f} greedy, "
-        f"{r['exact_match_top_p']:.4f} top-p {TOP_P}; NLL {r['nll']:.4f} nats/word",
-        f"grounding: {r['grounding']:.3f} of each object word's cross-attention on its object "
-        f"(per layer {layers}) against {r['uniform_baseline']:.3f} for uniform attention ({r['grounded_words']} words)",
+        (f"test ({r['scenes']} unseen scenes): exact match {r['exact_match']:.4f} greedy, "
+        f"{r['exact_match_top_p']:.4f} top-p {TOP_P}; NLL {r['nll']:.4f} nats/word"),
+        (f"grounding: {r['grounding']:.3f} of each object word's cross-attention on its object "
+        f"(per layer {layers}) against {r['uniform_baseline']:.3f} for uniform attention ({r['grounded_words']} words)"),
     ]
 
 

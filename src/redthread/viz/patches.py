@@ -71,7 +71,7 @@ def grounding_mass(cross: Tensor, masks: Tensor) -> tuple[Tensor, Tensor, Tensor
 
     Returns (mass (N, L): each grounded word's head-mean weight on its object, per layer;
     uniform (N,): its object's share of the patches; which (N, 2): batch row and token position)."""
-    B, L, H, T, P = cross.shape
+    B, _L, H, T, P = cross.shape
     if masks.shape[0] != B or masks.shape[-1] != P or masks.shape[1] < T + 1:
         raise RedthreadError(f"masks {tuple(masks.shape)} do not fit cross-attention {tuple(cross.shape)}")
     target = masks[:, 1 : T + 1].to(cross.dtype)  # (B, T, P): the object of the word step t produces
@@ -108,27 +108,31 @@ def plot_patch_overlays(
     if path is not None:
         check_figure_path(path)
     N, P = weights.shape
-    G = int(round(P**0.5))
+    G = round(P**0.5)
     if G * G != P:
         raise RedthreadError(f"{P} patches do not make a square grid")
     if len(titles) != N:
         raise RedthreadError(f"{N} overlays but {len(titles)} titles")
     C, H, W = image.shape
-    pixels = image.permute(1, 2, 0).numpy() if C == 3 else image.mean(0).numpy()
     cols = cols or min(N, 6)
     rows = (N + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(1.9 * cols, 2.1 * rows + (0.3 if suptitle else 0)), squeeze=False)
+    head = 0.5 if suptitle else 0.0  # inches for the title lines
+    fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.2 * rows + head), squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
     for i in range(N):
         ax = axes.flat[i]
         heat = weights[i].reshape(G, G).float()
         heat = (heat / heat.max().clamp_min(1e-12)).numpy()
-        ax.imshow(pixels, cmap=None if C == 3 else "gray_r", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
-        ax.imshow(heat, cmap="inferno", alpha=0.55, vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+        if C == 3:  # colour: the picture under a translucent heat map
+            ax.imshow(image.permute(1, 2, 0).numpy(), extent=(0, W, H, 0), interpolation="nearest")
+            ax.imshow(heat, cmap="inferno", alpha=0.55, vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+        else:  # grey: the heat map, with the ink's outline drawn over it
+            ax.imshow(heat, cmap="inferno", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+            ax.contour(image.mean(0).numpy(), levels=[0.35], colors="cyan", linewidths=1.2,
+                       extent=(0, W, 0, H), origin="upper")
         ax.set_title(titles[i], fontsize=9)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
     _save(fig, path)
     return fig
