@@ -79,6 +79,7 @@ def test_caption_attention_of_an_image_file_with_notices(caption_run, tmp_path):
     (["--n-layer", "2"], ["--n-layer-encoder and --n-layer-decoder"]),
     (["--data", "x.txt"], ["generates its own scenes"]),
     (["--block-size", "8"], ["--block-size is not a captioner setting"]),
+    (["--scenes", "0"], ["--scenes must be a positive number"]),
 ])
 def test_train_caption_bad_input_is_one_line(tmp_path, args, needles):
     code, _, err = cli("train", "--task", "caption-shapes", "--out", tmp_path / "run", *TINY, *args)

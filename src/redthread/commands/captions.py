@@ -125,7 +125,9 @@ def train_captioner(
 
     out = Path(out)
     check_run_dir(out, resume, overwrite)
-    settings = {**SCENES, "n_train": scenes or SCENES["n_train"], "patch_size": patch_size,
+    if scenes is not None and (not isinstance(scenes, int) or scenes < 1):
+        raise RedthreadError(f"--scenes must be a positive number of training scenes, got {scenes}")
+    settings = {**SCENES, "n_train": scenes if scenes is not None else SCENES["n_train"], "patch_size": patch_size,
                 "colours": _words(colours, "colours"), "shapes": _words(shapes, "shapes")}
     if resume:  # the scenes, and the model, of the run being continued
         ckpt = read_checkpoint(out)
