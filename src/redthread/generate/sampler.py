@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
 from redthread.generate.processors import build_processors, sample_next
+from redthread.layers.attention import RECORDER
 from redthread.models.base import model_device
 
 
@@ -69,6 +70,19 @@ def generate_stream(
     return _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples)
 
 
+def decoding_step(model: nn.Module) -> Callable | None:
+    """The model's one-token step (`decoder_step()`: the same logits as `forward`, fewer ops) when
+    it has one and nothing observes its modules: the step calls no submodules, so hooks and an
+    open `record_attention` need `forward`. None: decode with `forward`."""
+    if not getattr(model, "can_step", False) or RECORDER.get() is not None:
+        return None
+    # nn.Module keeps hooks in these dicts (per module, and global ones in torch.nn.modules.module)
+    hooked = nn.modules.module._global_forward_hooks or nn.modules.module._global_forward_pre_hooks
+    if hooked or any(m._forward_hooks or m._forward_pre_hooks for m in model.modules()):
+        return None
+    return model.decoder_step()
+
+
 @torch.inference_mode()
 def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples) -> Iterator[Tensor]:
     device = model_device(model)
@@ -83,6 +97,7 @@ def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num
         start = max(0, seq.size(1) - W)  # a long prompt keeps its last W tokens
         cache = model.make_cache(seq.size(0), W) if use_cache else None
         use_cache = cache is not None  # a rung without a cache is recomputed
+        step = decoding_step(model) if use_cache else None
         fed = start  # the cache holds seq[:, start:fed]
         for _ in range(max_new_tokens):
             new_start = window_start(seq.size(1), start, W)
@@ -90,7 +105,10 @@ def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num
                 if new_start != start:
                     cache = model.make_cache(seq.size(0), W)  # the window slid: refill from its new start
                     fed = new_start
-                logits = model(seq[:, fed:], cache=cache)[:, -1]  # (B, V)
+                if step is not None and seq.size(1) - fed == 1:
+                    logits = step(seq[:, fed:], cache)  # (B, V): one new token per row
+                else:
+                    logits = model(seq[:, fed:], cache=cache)[:, -1]  # (B, V)
                 fed = seq.size(1)
             else:
                 logits = model(seq[:, new_start:])[:, -1]  # (B, V)

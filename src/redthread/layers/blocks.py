@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
@@ -110,3 +112,63 @@ class DecoderBlock(nn.Module):
             kv_cache = None if cache is None else cache.cross_attn
             x = self.cross_attn_res.add(x, self.cross_attn(h, context=memory, mask=memory_mask, cache=kv_cache)[0])
         return self.ffn_res.add(x, self.ffn(self.ffn_res.normed_input(x)))
+
+
+class DecodeStep:
+    """A decoder block's step for one new token per row through its cache: x (B, C) -> (B, C).
+
+    The same math as `DecoderBlock.forward` on (B, 1, C) with a cache, for generation, where at
+    batch 1 a step spends as much time on dispatching small ops as in its matrix-vector products
+    (docs/benchmarks.md). So: (B, C) rows, the fewest tensor ops, no submodule calls (module
+    hooks do not fire; `generate` falls back to `forward` when something observes the model),
+    and every matrix copied once, transposed to (in, out), because `x @ W` with a contiguous W
+    streams its rows faster than `x @ W.T` (GPT-2's Conv1D layout). The copy costs one more set
+    of the block's matrices for as long as the step lives: build one per `generate` call, since
+    it does not follow later changes to the weights. Self-attention blocks only (no cross-attention).
+    """
+
+    def __init__(self, block: DecoderBlock):
+        if block.cross_attn is not None:
+            raise RedthreadError("DecodeStep covers self-attention blocks only; this one has cross-attention")
+        attn, ffn = block.self_attn, block.ffn
+        self.qkv, self.out = _transposed(attn.qkv_proj), _transposed(attn.out_proj)
+        self.fc_in, self.fc_out = _transposed(ffn.fc_in), _transposed(ffn.fc_out)
+        self.act = ffn.act
+        self.norm1, self.norm2 = block.self_attn_res.norm, block.ffn_res.norm
+        self.pre = block.self_attn_res.pre
+        self.n_head, self.d_head, self.scale, self.rotary = attn.n_head, attn.d_head, attn.scale, attn.rotary
+
+    def __call__(self, x: Tensor, cache: LayerCache) -> Tensor:
+        if self.pre:
+            x = x + self.attend(_norm(self.norm1, x), cache.self_attn)
+            return x + self.feed_forward(_norm(self.norm2, x))
+        x = _norm(self.norm1, x + self.attend(x, cache.self_attn))
+        return _norm(self.norm2, x + self.feed_forward(x))
+
+    def attend(self, x: Tensor, cache: KVCache) -> Tensor:
+        B, C = x.shape
+        qkv = _linear(x, *self.qkv).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
+        if self.rotary is None:
+            q, k, v = qkv.unbind(1)  # (B, H, 1, D) each
+        else:
+            q, k = self.rotary(qkv[:, :2], cache.length).unbind(1)
+            v = qkv[:, 2]
+        k, v = cache.update(k, v)  # (B, H, S, D)
+        y = F.scaled_dot_product_attention(q, k, v, scale=self.scale)  # one query: every cached key is visible
+        return _linear(y.reshape(B, C), *self.out)  # (B, H, 1, D) -> (B, C) -> (B, C)
+
+    def feed_forward(self, x: Tensor) -> Tensor:
+        return _linear(self.act(_linear(x, *self.fc_in)), *self.fc_out)  # (B, C) -> (B, d_ff) -> (B, C)
+
+
+def _transposed(linear: nn.Linear) -> tuple[Tensor, Tensor | None]:
+    return linear.weight.detach().t().contiguous(), linear.bias  # (in, out)
+
+
+def _linear(x: Tensor, w_t: Tensor, bias: Tensor | None) -> Tensor:
+    """x @ w_t + bias with w_t (in, out): nn.Linear with a transposed weight."""
+    return x @ w_t if bias is None else torch.addmm(bias, x, w_t)
+
+
+def _norm(norm: nn.LayerNorm, x: Tensor) -> Tensor:
+    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)

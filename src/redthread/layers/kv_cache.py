@@ -29,16 +29,17 @@ class KVCache:
         start, end = self.length, self.length + k.size(2)
         if end > self.max_len:
             raise ValueError(f"KV cache overflow: {end} positions > max_len {self.max_len}")
-        self.k[:, :, start:end] = k
-        self.v[:, :, start:end] = v
+        # narrow + copy_: two aten calls, where slice-assignment through __setitem__ costs several
+        self.k.narrow(2, start, end - start).copy_(k)
+        self.v.narrow(2, start, end - start).copy_(v)
         self.length = end
         return self.keys(), self.values()
 
     def keys(self) -> Tensor:
-        return self.k[:, :, : self.length]  # (B, H, S, D)
+        return self.k.narrow(2, 0, self.length)  # (B, H, S, D)
 
     def values(self) -> Tensor:
-        return self.v[:, :, : self.length]  # (B, H, S, D)
+        return self.v.narrow(2, 0, self.length)  # (B, H, S, D)
 
     def reset(self) -> None:
         self.length = 0

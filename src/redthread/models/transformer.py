@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
-from redthread.layers.blocks import NORMS, DecoderBlock, EncoderBlock, LayerCache
+from redthread.layers.blocks import NORMS, DecodeStep, DecoderBlock, EncoderBlock, LayerCache
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
@@ -177,6 +179,32 @@ class TransformerLM(LanguageModel):
         for i, block in enumerate(self.blocks):
             x = block(x, memory=memory, memory_mask=memory_mask, cache=None if cache is None else cache[i])
         return self.lm_head(self.norm_f(x))  # (B, T, V)
+
+    @property
+    def can_step(self) -> bool:
+        """Whether `decoder_step` applies: every block is self-attention only (no cross-attention)."""
+        return all(block.cross_attn is None for block in self.blocks)
+
+    def decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
+        """`step(idx, cache)`: `forward(idx, cache)[:, -1]` for one new token per row, idx (B, 1) -> logits (B, V).
+
+        The decoding step of `generate()`: the same logits in fewer ops, with a copy of the
+        block matrices laid out for it (`DecodeStep`). Build one per generation: it does not
+        follow later changes to the weights.
+        """
+        blocks = [DecodeStep(block) for block in self.blocks]
+        norm_f = self.norm_f if isinstance(self.norm_f, nn.LayerNorm) else None
+        lm_head = self.lm_head.weight.detach()  # (V, C); tied to the embedding: left as is (V is small)
+
+        def step(idx: Tensor, cache: list[LayerCache]) -> Tensor:
+            x = self.embed(idx, cache[0].self_attn.length)[:, 0]  # (B, C)
+            for block, layer_cache in zip(blocks, cache):
+                x = block(x, layer_cache)
+            if norm_f is not None:
+                x = F.layer_norm(x, norm_f.normalized_shape, norm_f.weight, norm_f.bias, norm_f.eps)
+            return F.linear(x, lm_head)  # (B, V)
+
+        return step
 
     def make_cache(self, batch_size: int, max_len: int | None = None, memory_len: int = 0) -> list[LayerCache]:
         """One preallocated cache per block for incremental decoding."""
