@@ -79,3 +79,20 @@ def test_decode_step_refuses_cross_attention():
     assert not decoder.can_step and decoding_step(decoder) is None
     with pytest.raises(RedthreadError, match="cross-attention"):
         DecodeStep(decoder.blocks[0])
+
+
+def test_decoder_step_is_kept_until_a_parameter_changes():
+    model = model_for(seed=3)
+    step = model.decoder_step()
+    assert model.decoder_step() is step  # the matrix copies are made once
+    idx = torch.randint(0, V, (2, 6), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        model.blocks[1].ffn.fc_in.weight.mul_(-1.5)  # written in place: its version counter moves
+        full = model(idx)
+        fresh = model.decoder_step()
+        assert fresh is not step
+        cache = model.make_cache(2)
+        model(idx[:, :5], cache=cache)
+        torch.testing.assert_close(fresh(idx[:, 5:], cache), full[:, 5], atol=1e-10, rtol=0)
+    model.float()  # parameters replaced by float32 copies
+    assert model.decoder_step() is not fresh

@@ -122,9 +122,9 @@ class DecodeStep:
     (docs/benchmarks.md). So: (B, C) rows, the fewest tensor ops, no submodule calls (module
     hooks do not fire; `generate` falls back to `forward` when something observes the model),
     and every matrix copied once, transposed to (in, out), because `x @ W` with a contiguous W
-    streams its rows faster than `x @ W.T` (GPT-2's Conv1D layout). The copy costs one more set
-    of the block's matrices for as long as the step lives: build one per `generate` call, since
-    it does not follow later changes to the weights. Self-attention blocks only (no cross-attention).
+    streams its rows faster than `x @ W.T` at batch 1 (GPT-2's Conv1D layout). The copies cost
+    one more set of the block's matrices and do not follow later changes to the weights
+    (`TransformerLM.decoder_step` rebuilds them). Self-attention blocks only (no cross-attention).
     """
 
     def __init__(self, block: DecoderBlock):

@@ -17,6 +17,7 @@ Shape legend: B batch, T target length, S source length, C d_model, V vocab.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,6 +33,9 @@ from redthread.models.base import LanguageModel
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
+
+# TransformerLM -> (its parameters' identities and versions, its decoding step): see `decoder_step`
+DECODER_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -188,16 +192,26 @@ class TransformerLM(LanguageModel):
     def decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
         """`step(idx, cache)`: `forward(idx, cache)[:, -1]` for one new token per row, idx (B, 1) -> logits (B, V).
 
-        The decoding step of `generate()`: the same logits in fewer ops, with a copy of the
-        block matrices laid out for it (`DecodeStep`). Build one per generation: it does not
-        follow later changes to the weights.
+        The decoding step of `generate()`: the same logits in fewer ops, with a copy of the block
+        matrices laid out for it (`DecodeStep`). The copy takes as long as decoding ~100 tokens,
+        so it is kept for the model's lifetime (beside it, in DECODER_STEPS, not in the state dict)
+        and rebuilt once a parameter has changed (replaced, moved, or written in place: its
+        version counter moves).
         """
-        blocks = [DecodeStep(block) for block in self.blocks]
+        key = [(id(p), p._version, p.data_ptr(), p.dtype) for p in self.parameters()]
+        kept = DECODER_STEPS.get(self)
+        if kept is None or kept[0] != key:
+            kept = DECODER_STEPS[self] = (key, self._build_decoder_step())
+        return kept[1]
+
+    def _build_decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
+        # the step holds the model's parts, not the model, so DECODER_STEPS lets the model go
+        embed, blocks = self.embed, [DecodeStep(block) for block in self.blocks]
         norm_f = self.norm_f if isinstance(self.norm_f, nn.LayerNorm) else None
-        lm_head = self.lm_head.weight.detach()  # (V, C); tied to the embedding: left as is (V is small)
+        lm_head = self.lm_head.weight  # (V, C); tied to the embedding: left as is (V is small)
 
         def step(idx: Tensor, cache: list[LayerCache]) -> Tensor:
-            x = self.embed(idx, cache[0].self_attn.length)[:, 0]  # (B, C)
+            x = embed(idx, cache[0].self_attn.length)[:, 0]  # (B, C)
             for block, layer_cache in zip(blocks, cache):
                 x = block(x, layer_cache)
             if norm_f is not None:
