@@ -22,7 +22,8 @@ from common import CONFIG_B, count_params, environment, make_hf_gpt2, make_redth
 
 from redthread.generate.sampler import generate
 
-TARGET = 1.5  # redthread / HF new tokens/s
+TARGET = 1.5  # redthread / HF new tokens/s (issue 2)
+TARGET_FAST = 2.0  # the speed issue (7)
 TOP_K = 50
 
 
@@ -131,7 +132,10 @@ def main() -> None:
         print(f"  {label:<28} {rate:>22,.1f} {spread(rates[label]):>16}")
     print()
     for mode, ratio in ratios.items():
-        print(f"  ratio redthread/HF, {mode}: {ratio:.2f}x (per-round pairs: {paired[mode]:.2f}x)  {verdict(ratio, TARGET)}")
+        print(
+            f"  ratio redthread/HF, {mode}: {ratio:.2f}x (per-round pairs: {paired[mode]:.2f}x)  "
+            f"{verdict(ratio, TARGET)}; {verdict(ratio, TARGET_FAST)}"
+        )
     write_json(
         args.json,
         {
