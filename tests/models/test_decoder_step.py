@@ -96,3 +96,15 @@ def test_decoder_step_is_kept_until_a_parameter_changes():
         torch.testing.assert_close(fresh(idx[:, 5:], cache), full[:, 5], atol=1e-10, rtol=0)
     model.float()  # parameters replaced by float32 copies
     assert model.decoder_step() is not fresh
+
+
+def test_generate_keeps_a_subclass_forward():
+    class NoTokenZero(TransformerLM):  # a subclass that changes the logits, as experiments/sampling.py does
+        def forward(self, idx, cache=None):
+            return super().forward(idx, cache=cache).index_fill(-1, torch.tensor([0]), float("-inf"))
+
+    torch.manual_seed(0)
+    model = NoTokenZero(TransformerConfig(vocab_size=V, block_size=W, n_layer=1, n_head=2, d_model=16)).eval()
+    assert not model.can_step and decoding_step(model) is None
+    out = generate(model, torch.tensor([[1, 2]]), 40, temperature=2.0, seed=0)
+    assert (out[:, 2:] != 0).all()

@@ -186,8 +186,9 @@ class TransformerLM(LanguageModel):
 
     @property
     def can_step(self) -> bool:
-        """Whether `decoder_step` applies: every block is self-attention only (no cross-attention)."""
-        return all(block.cross_attn is None for block in self.blocks)
+        """Whether `decoder_step` gives what `forward` gives: every block is self-attention only, and
+        `forward` is this class's own (a subclass that changes the logits, e.g. masks a token, would be bypassed)."""
+        return type(self).forward is TransformerLM.forward and all(block.cross_attn is None for block in self.blocks)
 
     def decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
         """`step(idx, cache)`: `forward(idx, cache)[:, -1]` for one new token per row, idx (B, 1) -> logits (B, V).
