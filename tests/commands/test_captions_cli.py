@@ -114,3 +114,12 @@ def test_caption_page_opens_in_a_browser_without_errors(browser, caption_run, tm
         p.assert_clean()
     finally:
         p.context.close()
+
+
+def test_text_commands_on_an_image_run_say_it_is_an_image_model(caption_run, tmp_path):
+    out, _ = caption_run
+    code, _, err = cli("attention", "--checkpoint", out, "--text", "hi", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "holds a Captioner, an image model", "--index N or --image FILE")
+    for command in (("sample",), ("eval",)):
+        code, _, err = cli(*command, "--checkpoint", out)
+        assert_one_line_error(code, err, "holds a Captioner, an image model: it reads images, not text")

@@ -37,6 +37,9 @@ def read_prompt(prompt: str | None, prompt_file: str | None) -> str | None:
 
 def load_run(checkpoint: str, device: str = "auto"):
     ckpt = read_checkpoint(checkpoint, map_location=resolve_device(device))
+    if ckpt.model_class in ("ViT", "Captioner"):
+        raise RedthreadError(f"{checkpoint} holds a {ckpt.model_class}, an image model: it reads images, not text "
+                             "(see redthread attention --index/--image)")
     if ckpt.tokenizer is None:
         raise RedthreadError(f"the checkpoint {checkpoint} holds no tokenizer, so it cannot read text")
     return ckpt

@@ -219,6 +219,8 @@ def _probe_run(path: Path, device: str) -> Probe:
     from redthread.train.checkpoint import read_checkpoint
 
     ckpt = read_checkpoint(path, map_location=device)
+    if ckpt.model_class in ("ViT", "Captioner"):  # image models: their attention is over an image's patches
+        raise RedthreadError(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
     if not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
         raise RedthreadError(
             f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
