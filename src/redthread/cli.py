@@ -179,11 +179,26 @@ def build_parser() -> Parser:
     return parser
 
 
+# train flags that only some --task values read: flag -> (the tasks that read it, how to say so)
+TASK_FLAGS = {
+    **dict.fromkeys(("n_layer_encoder", "n_layer_decoder", "scenes", "colours", "shapes"),
+                    (("caption-shapes", "caption-digits"), "a captioner setting: add --task caption-shapes or caption-digits")),
+    **dict.fromkeys(("upscale", "pool"), (("vit-digits",), "a --task vit-digits setting")),
+    "patch_size": (("vit-digits", "caption-shapes", "caption-digits"), "an image setting: add --task vit-digits or caption-*"),
+}
+
+
+def _check_task_flags(args) -> None:
+    """A flag the chosen task would ignore is an error, not silently dropped."""
+    for flag, (tasks, what) in TASK_FLAGS.items():
+        given = getattr(args, flag) is not None and not (flag == "upscale" and args.upscale == 1)
+        if given and args.task not in tasks:
+            raise RedthreadError(f"--{flag.replace('_', '-')} is {what}")
+
+
 def run(args) -> None:
-    if args.command == "train" and not (args.task or "").startswith("caption-"):
-        stray = [f for f in ("n_layer_encoder", "n_layer_decoder", "scenes", "colours", "shapes") if getattr(args, f) is not None]
-        if stray:
-            raise RedthreadError(f"--{stray[0].replace('_', '-')} is a captioner setting: add --task caption-shapes or caption-digits")
+    if args.command == "train":
+        _check_task_flags(args)
     if args.command == "demo":
         from redthread.commands.demo import run_demo
 

@@ -123,3 +123,16 @@ def test_text_commands_on_an_image_run_say_it_is_an_image_model(caption_run, tmp
     for command in (("sample",), ("eval",)):
         code, _, err = cli(*command, "--checkpoint", out)
         assert_one_line_error(code, err, "holds a Captioner, an image model: it reads images, not text")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--upscale", "2"], "--upscale is a --task vit-digits setting"),
+    (["--pool", "mean"], "--pool is a --task vit-digits setting"),
+    (["--patch-size", "2"], "--patch-size is an image setting"),
+    (["--task", "caption-shapes", "--pool", "mean"], "--pool is a --task vit-digits setting"),
+    (["--task", "vit-digits", "--shapes", "cross"], "--shapes is a captioner setting"),
+])
+def test_train_flags_the_task_would_ignore_are_errors(tmp_path, args, needle):
+    code, _, err = cli("train", *args, "--out", tmp_path / "run")
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
