@@ -197,6 +197,8 @@ def _check_task_flags(args) -> None:
 
 
 def run(args) -> None:
+    from redthread.train.distributed import is_main
+
     if args.command == "train":
         _check_task_flags(args)
     if args.command == "demo":
@@ -211,8 +213,9 @@ def run(args) -> None:
         model_fields = {**_picked(args, args.model_flags), **_picked(args, ("patch_size", "pool"))}
         r = train_vit_digits(args.out, args.upscale, model_fields, _picked(args, args.train_flags), resume=args.resume,
                              overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print)
-        print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
-        print(f"run folder: {args.out}")
+        if is_main():  # under torchrun every process gets here: rank 0 reports
+            print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
+            print(f"run folder: {args.out}")
     elif args.command == "train" and args.task in ("caption-shapes", "caption-digits"):
         from redthread.commands.captions import report_lines, train_captioner
 
@@ -224,12 +227,12 @@ def run(args) -> None:
         r = train_captioner(args.task, args.out, model_fields, _picked(args, args.train_flags), args.scenes, args.colours,
                             args.shapes, args.patch_size, resume=args.resume, overwrite=args.overwrite,
                             progress=not args.no_progress and sys.stderr.isatty(), log=print)
-        for line in report_lines(r):
-            print(line)
-        print(f"run folder: {args.out}")
+        if is_main():
+            for line in report_lines(r):
+                print(line)
+            print(f"run folder: {args.out}")
     elif args.command == "train":
         from redthread.commands.train import train_language_model
-        from redthread.train.distributed import is_main
 
         run = train_language_model(
             args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),

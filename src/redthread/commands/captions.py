@@ -121,8 +121,10 @@ def train_captioner(
 ) -> dict:
     """Train a captioner on `task` into the run folder `out`; write results.json; return the test scores."""
     from redthread.commands.train import check_run_dir
+    from redthread.train import distributed
     from redthread.train.checkpoint import read_checkpoint
 
+    log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
     check_run_dir(out, resume, overwrite)
     if scenes is not None and (not isinstance(scenes, int) or scenes < 1):
@@ -147,7 +149,8 @@ def train_captioner(
     extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list()}
     result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log, extra=extra)
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
-    atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
+    if distributed.is_main():
+        atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
     return scores
 
 

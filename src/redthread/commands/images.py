@@ -78,7 +78,9 @@ def train_vit_digits(
 ) -> dict:
     """Train the ViT on digits into the run folder `out`; write results.json; return the test scores."""
     from redthread.commands.train import check_run_dir
+    from redthread.train import distributed
 
+    log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
     check_run_dir(out, resume, overwrite)
     data = load_digits(upscale=upscale)
@@ -91,7 +93,8 @@ def train_vit_digits(
     result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log,
                    extra={"task": "vit-digits", "upscale": upscale})
     scores = {**score(model, data), "steps": result.step, "train_seconds": result.elapsed, "upscale": upscale}
-    atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
+    if distributed.is_main():
+        atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
     return scores
 
 
