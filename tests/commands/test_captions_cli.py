@@ -100,14 +100,15 @@ def test_caption_attention_bad_input_is_one_line(caption_run, tmp_path):
 
 
 def test_caption_page_opens_in_a_browser_without_errors(browser, caption_run, tmp_path):
-    from redthread.commands.captions import caption_payload, test_scene
+    from redthread.commands.captions import caption_attention, caption_payload, test_scene
     from redthread.data.captions import Vocabulary
     from redthread.train.checkpoint import read_checkpoint
     from tests.viz.test_explorer_browser import Page
 
     ckpt = read_checkpoint(caption_run[0])
     image, _, title = test_scene(ckpt, 0)
-    p = Page(browser, tmp_path, caption_payload(ckpt.model, image, Vocabulary(ckpt.extra["vocab"]), title, None))
+    ids, maps = caption_attention(ckpt.model, image)
+    p = Page(browser, tmp_path, caption_payload(ckpt.model, image, ids, maps, Vocabulary(ckpt.extra["vocab"]), title, None))
     try:
         assert p.page.locator("#head-svg image").count() == 1
         assert p.page.locator("#head-svg .patch").count() == 36  # 6 x 6 patches

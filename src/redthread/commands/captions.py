@@ -192,12 +192,13 @@ def caption_attention(model: Captioner, image: torch.Tensor) -> tuple[list[int],
     return ids, maps
 
 
-def caption_payload(model: Captioner, image: torch.Tensor, vocab: Vocabulary, title: str, notice: str | None) -> dict:
-    """Explorer payload: the encoder over patches, the decoder over words, the words over patches."""
+def caption_payload(model: Captioner, image: torch.Tensor, ids: list[int], maps, vocab: Vocabulary, title: str,
+                    notice: str | None) -> dict:
+    """Explorer payload of `caption_attention`'s caption and maps: the encoder over patches, the
+    decoder over words, the words over patches."""
     from redthread.commands.images import image_data_uri
     from redthread.viz.explorer import payload_tab
 
-    ids, maps = caption_attention(model, image)
     words = vocab.words
     inputs = [words[i] for i in ids[:-1]]  # what the decoder reads: <bos> word word ...
     produced = [f"→ {words[i]}" for i in ids[1:]]  # what each step wrote
@@ -216,13 +217,12 @@ def caption_payload(model: Captioner, image: torch.Tensor, vocab: Vocabulary, ti
     return {"title": title, "model": model_text, "notice": notice, "tabs": tabs}
 
 
-def caption_overlays(model: Captioner, image: torch.Tensor, vocab: Vocabulary, path, layer: int | None = None,
+def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabulary, path, layer: int | None = None,
                      head: int | None = None, title: str | None = None) -> str:
-    """One panel per generated word: its cross-attention over the patches (mean over heads and
-    layers, or one layer / head) drawn on the image. Returns the caption."""
+    """One panel per word of `caption_attention`'s caption: its cross-attention over the patches
+    (mean over heads and layers, or one layer / head) drawn on the image. Returns the caption."""
     from redthread.viz.patches import plot_patch_overlays
 
-    ids, maps = caption_attention(model, image)
     cross = maps.stacked("cross")[:, 0]  # (L, H, T, P)
     L, H = cross.shape[:2]
     if (layer is not None and not 0 <= layer < L) or (head is not None and not 0 <= head < H):

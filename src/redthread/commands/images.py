@@ -306,13 +306,14 @@ def image_attention_command(args, log=print) -> None:
         log(f"notice: {n}")
     notice = "; ".join(notices) or None
     if isinstance(model, Captioner):
-        from redthread.commands.captions import caption_overlays, caption_payload
+        from redthread.commands.captions import caption_attention, caption_overlays, caption_payload
         from redthread.data.captions import Vocabulary
 
         vocab = Vocabulary(ckpt.extra["vocab"])
-        payload = caption_payload(model, image, vocab, title, notice)
+        ids, maps = caption_attention(model, image)  # the greedy caption and its maps, for the page and the figure
+        payload = caption_payload(model, image, ids, maps, vocab, title, notice)
         if figure is not None:  # drawn before the page is written: a bad --layer writes nothing
-            caption = caption_overlays(model, image, vocab, figure, args.layer, args.head, title)
+            caption = caption_overlays(image, ids, maps, vocab, figure, args.layer, args.head, title)
             log(f"figure: {figure} (one panel per word of \"{caption}\")")
         write_explorer(payload, out)
     else:
