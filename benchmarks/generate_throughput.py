@@ -15,10 +15,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
-from common import CONFIG_B, count_params, environment, make_hf_gpt2, make_redthread, median, spread, verdict, write_json
+from common import (
+    CONFIG_B,
+    count_params,
+    environment,
+    make_hf_gpt2,
+    make_redthread,
+    median,
+    spread,
+    verdict,
+    write_json,
+)
 
 from redthread.generate.sampler import generate
 

@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from common import CONFIG_A, CONFIG_B, ModelSize, adamw, make_redthread, median, unique_params
+from common import (
+    CONFIG_A,
+    CONFIG_B,
+    ModelSize,
+    adamw,
+    make_redthread,
+    median,
+    unique_params,
+)
 from train_throughput import TARGET, batches, make_runs
 
 BATCH = {"a": 12, "b": 8}
@@ -94,7 +102,8 @@ def bench(size: ModelSize, rounds: int) -> dict:
     steps: dict[str, list[float]] = {run.label: [] for run in runs}
     for r in range(rounds):
         for run in runs:
-            steps[run.label].append(seconds(lambda: run.step(*data[r % len(data)]), repeats))
+            batch_xy = data[r % len(data)]
+            steps[run.label].append(seconds(lambda run=run, xy=batch_xy: run.step(*xy), repeats))
         for name, (count, fn) in named.items():
             times[name].append(count * seconds(fn, repeats))
         times["clip + AdamW (fused)"].append(seconds(opt, repeats))

@@ -10,6 +10,7 @@ distribution from finite data by maximum likelihood, and predicts or generates w
 from redthread.errors import RedthreadError
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
 from redthread.generate.sampler import generate, generate_stream
+from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from redthread.layers.blocks import DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
@@ -17,17 +18,16 @@ from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from redthread.models.base import LanguageModel
 from redthread.models.bigram import BigramConfig, BigramLM
-from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
-from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.registry import build_model
 from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegressor, NadarayaWatson, SoftmaxRegression
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.models.vit import ViT, ViTConfig
-from redthread.models.captioner import Captioner, CaptionerConfig
-from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.calibration import calibration
+from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.loop import TrainConfig, evaluate
 from redthread.train.objectives import gaussian_nll, token_nll
 from redthread.viz.record import AttentionMaps, record_attention

@@ -62,7 +62,7 @@ def test_split_corpus_rejects_bad_fraction(val_fraction):
 
 def test_load_corpus_reads_utf8_file_as_one_document(tmp_path):
     path = tmp_path / "poem.txt"
-    path.write_bytes("first line\r\nsecond — ünïcode 🎉\r\n".encode("utf-8"))
+    path.write_bytes("first line\r\nsecond — ünïcode 🎉\r\n".encode())
     corpus = load_corpus(path)
     assert corpus.name == "poem"
     assert corpus.documents == ("first line\nsecond — ünïcode 🎉\n",)

@@ -17,7 +17,6 @@ from redthread.errors import RedthreadError
 from redthread.layers.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from redthread.layers.kv_cache import KVCache
 
-
 ATOL64 = 1e-10
 B, T, S, C, H = 2, 5, 7, 12, 3
 D = C // H

@@ -12,7 +12,6 @@ from redthread.layers.attention import causal_mask
 from redthread.layers.blocks import DecoderBlock, EncoderBlock, Residual
 from redthread.layers.positional import sinusoidal_table
 
-
 ATOL64 = 1e-10
 B, T, S, C, H, F = 2, 6, 5, 16, 4, 24
 

@@ -12,7 +12,6 @@ from redthread.generate.sampler import generate
 from redthread.models.recurrent import CELLS, RecurrentConfig, RecurrentLM, RecurrentState
 from redthread.train.objectives import token_nll
 
-
 ATOL64 = 1e-12
 V, W = 11, 8  # vocab size, block size
 KINDS = list(CELLS)

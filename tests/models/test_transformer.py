@@ -13,7 +13,6 @@ from redthread.generate.sampler import generate
 from redthread.models.transformer import Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train.objectives import token_nll
 
-
 ATOL64 = 1e-10
 FEW = settings(max_examples=12, deadline=None)
 V, W = 11, 16  # vocab size, block size

@@ -14,7 +14,6 @@ from redthread.train import checkpoint as checkpoint_module
 from redthread.train.checkpoint import FILENAME, load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.objectives import token_nll
 
-
 CFG = TransformerConfig(vocab_size=13, block_size=16, n_layer=2, n_head=2, d_model=16)
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.train.flops import gpu_peak_flops, measure_cpu_peak_flops, peak_flops
 from redthread.train.loop import TrainConfig, read_metrics, train
 

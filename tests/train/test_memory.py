@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from redthread.errors import RedthreadError
-from redthread.models.mlp import MLPConfig, MLPLM
+from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, train
 from redthread.train.memory import checkpoint_blocks, count_parameters, estimate_memory

@@ -8,7 +8,6 @@ from torch.distributions import Normal
 
 from redthread.train.objectives import bits_per_char, gaussian_nll, perplexity, token_nll
 
-
 B, T, V = 3, 5, 7
 
 

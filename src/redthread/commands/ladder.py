@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 from redthread.errors import RedthreadError
+from redthread.files import atomic_write, atomic_write_text
 from redthread.models.registry import RUNGS, build_model
 from redthread.train.calibration import Calibration, calibration, plot_reliability
-from redthread.files import atomic_write, atomic_write_text
 from redthread.train.loop import TrainConfig, evaluate, train
 
 ALL_RUNGS = ("unigram", "ngram", "bigram", "mlp", "rnn", "lstm", "gru", "transformer")

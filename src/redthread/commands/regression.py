@@ -24,13 +24,13 @@ import torch
 
 from redthread.data.regression import RegressionData, make_regression
 from redthread.errors import RedthreadError
+from redthread.files import atomic_write, atomic_write_text
 from redthread.models.regression import (
     LinearRegression,
     MLPRegressor,
     NadarayaWatson,
     r2_score,
 )
-from redthread.files import atomic_write, atomic_write_text
 from redthread.train.loop import TrainConfig, train
 from redthread.train.objectives import normal_nll
 

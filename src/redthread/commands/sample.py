@@ -7,8 +7,8 @@ run, every token scored once, in nats/token, perplexity and bits per character.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 

@@ -9,9 +9,9 @@ torchrun, every process runs this; only rank 0 logs and writes (`train/distribut
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 

@@ -114,7 +114,7 @@ class MarkovSource(SyntheticSource):
             if not hierarchy > 0:
                 raise RedthreadError(f"hierarchy must be > 0, got {hierarchy!r}")
             table = rng.dirichlet(np.full(vocab_size, concentration))[None]  # (1, V): no context
-            for j in range(1, order + 1):
+            for _j in range(1, order + 1):
                 parent = np.tile(table, (vocab_size, 1))  # (V**j, V): context c refines row c % V**(j-1)
                 g = rng.gamma(np.maximum(hierarchy * parent, 1e-6))  # Dirichlet(beta * parent), row by row
                 table = g / np.maximum(g.sum(1, keepdims=True), np.finfo(np.float64).tiny)

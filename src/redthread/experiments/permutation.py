@@ -234,7 +234,7 @@ def _median(values: list[float]) -> float:
 
 def _plot_errors(errors: dict, names: dict) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
-    for i, (key, values) in enumerate(errors.items()):
+    for i, (_key, values) in enumerate(errors.items()):
         ax.scatter([i] * len(values), [max(v, 1e-12) for v in values], s=12, alpha=0.6)
     ax.axhline(EQUIVARIANT, color="k", ls=":", lw=1, label=f"tolerance {EQUIVARIANT:g}")
     ax.set_yscale("log")

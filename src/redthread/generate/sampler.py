@@ -21,7 +21,7 @@ Shape legend: B batch, T length so far, V vocab.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor, nn

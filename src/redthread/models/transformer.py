@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import RedthreadError
-from redthread.layers.blocks import NORMS, DecodeStep, DecoderBlock, EncoderBlock, LayerCache
+from redthread.layers.blocks import NORMS, DecoderBlock, DecodeStep, EncoderBlock, LayerCache
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL

@@ -29,9 +29,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -195,7 +196,8 @@ class Progress:
     def __init__(self, total: int, start: int, enabled: bool):
         self.bar = None
         if enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
 
             self.bar = Bar(
                 TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),

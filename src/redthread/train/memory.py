@@ -31,8 +31,8 @@ the CUDA context (~0.5 GiB), compiled kernels' workspaces, the data batch.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn

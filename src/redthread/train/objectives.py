@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-
 IGNORE_INDEX = -1  # a target that is not scored: padding after the end of a shorter sequence
 
 

@@ -95,7 +95,7 @@ class Recorder:
         calls.append(att)
 
     def finish(self) -> AttentionMaps:
-        for key, (kind, layer) in sorted(self.modules.items(), key=lambda kv: (KINDS.index(kv[1][0]), kv[1][1])):
+        for key, (kind, _layer) in sorted(self.modules.items(), key=lambda kv: (KINDS.index(kv[1][0]), kv[1][1])):
             calls = self._rows.get(key)
             if not calls:
                 continue
