@@ -4,9 +4,12 @@ only rank 0 writes; resume under DDP continues as an uninterrupted DDP run."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,8 +119,8 @@ def test_ddp_run_resumed_by_another_number_of_processes_is_refused(ddp_runs):
         train(fresh_model(), make_data(), CFG, run_dir=ddp_runs / "a", resume=True, progress=False)
 
 
-def test_torchrun_runs_the_train_command_line(tmp_path):
-    """`torchrun --nproc_per_node=2 -m redthread train ...`: one report, one run folder a single process reads."""
+def torchrun_train(tmp_path: Path, max_iters: int, *flags: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of `torchrun --nproc_per_node=2 -m redthread train` on a tiny run."""
     corpus = tmp_path / "tiny.txt"
     corpus.write_text("to be, or not to be: that is the question.\n" * 60, encoding="utf-8")
     root = Path(__file__).resolve().parents[2]
@@ -125,9 +128,36 @@ def test_torchrun_runs_the_train_command_line(tmp_path):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--rdzv-backend=c10d",
                f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "-m", "redthread", "train", "--data", str(corpus),
                "--out", str(tmp_path / "run"), "--n-layer", "1", "--n-head", "2", "--d-model", "16", "--block-size", "16",
-               "--max-iters", "4", "--batch-size", "4", "--eval-interval", "2", "--eval-batches", "2", "--log-interval", "2",
-               "--device", "cpu", "--no-progress"]
+               "--max-iters", str(max_iters), "--batch-size", "4", "--eval-interval", "2", "--eval-batches", "2",
+               "--log-interval", "2", "--device", "cpu", "--no-progress", *flags]
+    return command, env
+
+
+def test_torchrun_runs_the_train_command_line(tmp_path):
+    """`torchrun --nproc_per_node=2 -m redthread train ...`: one report, one run folder a single process reads."""
+    command, env = torchrun_train(tmp_path, 4)
     proc = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("run folder:") == 1 and proc.stdout.count("step 4:") == 1, proc.stdout
     assert read_checkpoint(tmp_path / "run").step == 4
+
+
+def test_torchrun_ctrl_c_saves_the_last_step_and_resume_continues(tmp_path):
+    """Ctrl-C reaches torchrun, which signals every worker: the ranks finish the step, save it and stop."""
+    command, env = torchrun_train(tmp_path, 100_000, "--eval-interval", "50")
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.monotonic() + 90
+    while not (metrics.is_file() and metrics.read_text().count("\n") >= 2) and time.monotonic() < deadline:
+        time.sleep(0.2)  # training has logged steps 2 and 4: Ctrl-C lands mid-run, off an evaluation step
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    saved = re.findall(r"interrupted: checkpoint saved at step (\d+)", out + err)
+    assert len(saved) == 1, out + err[-2000:]  # rank 0 reports, once
+    step = int(saved[0])
+    assert step >= 4 and read_checkpoint(tmp_path / "run").step == step
+    command, env = torchrun_train(tmp_path, step + 2, "--resume")
+    proc = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_checkpoint(tmp_path / "run").step == step + 2

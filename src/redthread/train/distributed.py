@@ -12,6 +12,8 @@ ranks during backward. What the loop adds around that:
 - the logged training loss is averaged over ranks (once per log interval);
 - evaluation is not sharded: every rank scores the same validation windows (same weights, same
   numbers), so nobody waits on a barrier and every rank knows the result;
+- Ctrl-C: torchrun passes the signal on to every worker; the ranks stop together at the end of
+  the step and save it (`StopSignals`);
 - only rank 0 prints, writes metrics and checkpoints; the checkpoint holds the underlying model
   (no `module.` prefix) and every rank's RNG states (`gather_rng`), so `--resume` with the same
   number of processes restores each rank's own generator (`own_rng`).
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
+import threading
 from contextlib import nullcontext
 
 import torch
@@ -87,13 +91,43 @@ def average(t: Tensor) -> Tensor:
     return t / world_size()
 
 
-def any_rank(flag: bool) -> bool:
-    """True when `flag` holds on any rank: a decision every rank must take together (a time budget)."""
-    if world_size() == 1:
-        return flag
-    t = torch.tensor([int(flag)], device="cuda" if dist.get_backend() == "nccl" else "cpu")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
+def any_rank(*flags: bool) -> bool | tuple[bool, ...]:
+    """For each flag, whether it holds on any rank: decisions every rank must take together (a time
+    budget, a stop signal), in one all-reduce. One flag gives a bool, several a tuple."""
+    if world_size() > 1:
+        t = torch.tensor([int(f) for f in flags], device="cuda" if dist.get_backend() == "nccl" else "cpu")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        flags = tuple(bool(f) for f in t.tolist())
+    return flags[0] if len(flags) == 1 else tuple(flags)
+
+
+class StopSignals:
+    """Under torchrun, SIGINT and SIGTERM ask every rank to stop at the end of the current step.
+
+    torchrun starts its workers in sessions of their own: Ctrl-C reaches torchrun, which sends the
+    same signal to every worker and kills them 30 s later. A worker that raised KeyboardInterrupt at
+    once would leave the others waiting inside a collective, and nothing would be saved. So the
+    handler only notes the signal; the loop asks `any_rank(stop.seen)` after each step, and the
+    ranks save that step together and stop. A second SIGINT stops at once. In one process (or off
+    the main thread) nothing is installed: Ctrl-C raises KeyboardInterrupt as usual.
+    """
+
+    def __init__(self):
+        self.seen = False
+        self.previous = {}
+        if world_size() > 1 and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._note)
+
+    def _note(self, signum, frame) -> None:
+        if self.seen and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # asked twice: stop now
+        self.seen = True
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous = {}
 
 
 def gather_rng(state: dict[str, Tensor]) -> dict[str, Tensor]:

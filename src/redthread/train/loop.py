@@ -293,6 +293,7 @@ def train(
                 plot_loss_curve(metrics_path, run_dir / "loss.png")
 
     restore_blocks = checkpoint_blocks(model) if cfg.activation_checkpointing else None  # before the first (traced) forward
+    stop = distributed.StopSignals()  # under torchrun: Ctrl-C stops every rank after the step, saved
     try:
         while step < cfg.max_iters:
             # the random state this step starts from: an interrupted step is redone from here on --resume
@@ -344,7 +345,16 @@ def train(
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
                 checkpoint()
-            if cfg.max_time is not None and distributed.any_rank(time.perf_counter() - t0 > cfg.max_time):
+            over_time = cfg.max_time is not None and time.perf_counter() - t0 > cfg.max_time
+            if world > 1 or over_time:  # one all-reduce: every rank takes these decisions together
+                over_time, signalled = distributed.any_rank(over_time, stop.seen)
+                if signalled and step < cfg.max_iters:  # Ctrl-C under torchrun: save this step, then stop
+                    if step % cfg.eval_interval != 0:  # else saved just above
+                        checkpoint()
+                    if log and run_dir is not None:
+                        log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
+                    raise KeyboardInterrupt
+            if over_time:
                 if log:
                     log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")
                 break
@@ -356,6 +366,7 @@ def train(
                 log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
         raise
     finally:
+        stop.restore()
         if isinstance(bar, Progress):
             bar.close()
         if restore_blocks is not None:
