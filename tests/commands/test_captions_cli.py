@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 import redthread as rt
+from redthread.commands import captions
 from redthread.models.captioner import Captioner
+from redthread.train.checkpoint import read_checkpoint
 from tests.test_cli import assert_one_line_error, cli
 
 TINY = ["--max-iters", "3", "--batch-size", "16", "--eval-interval", "3", "--no-progress", "--device", "cpu",
@@ -46,6 +49,14 @@ def test_train_caption_digits_and_resume(tmp_path):
     assert json.loads((out / "results.json").read_text())["steps"] == 5
     code, _, err = cli("train", "--task", "caption-shapes", "--out", out, "--resume", "--no-progress")
     assert_one_line_error(code, err, "is caption-digits, not caption-shapes")
+
+
+def test_test_scene_without_the_saved_test_indices_is_the_same_scene(caption_run):
+    ckpt = read_checkpoint(caption_run[0])
+    fast = captions.test_scene(ckpt, 2)  # the test scenes alone, from the unseen indices saved with the run
+    del ckpt.extra["test_kept"]  # a run saved before them: every scene is generated again
+    slow = captions.test_scene(ckpt, 2)
+    assert torch.equal(fast[0], slow[0]) and fast[1:] == slow[1:]
 
 
 def test_caption_explorer_page_and_word_overlays(caption_run, tmp_path):

@@ -16,6 +16,7 @@ from redthread.data.captions import (
     Vocabulary,
     drop_seen,
     load_caption_data,
+    load_test_scenes,
     make_digit_pairs,
     make_shapes,
     patch_mask,
@@ -104,6 +105,15 @@ def test_test_scenes_whose_image_was_seen_in_training_are_dropped():
     assert len(drop_seen(test, train)) == 0
     other, _ = make_shapes(30, seed=1)
     assert len(drop_seen(other, train)) == 30
+
+
+def test_load_test_scenes_rebuilds_the_unseen_test_split_alone():
+    data = load_caption_data("caption-shapes")  # the defaults: a few test scenes also appear in training
+    assert 900 < len(data.test_kept) < 1000
+    s, vocab = load_test_scenes("caption-shapes", data.test_kept, n_train=20000)
+    val = data.split("val")
+    assert torch.equal(s.images, val.images)
+    assert [vocab.decode(t.tolist()) for t in s.tokens] == [data.vocab.decode(t.tolist()) for t in val.tokens]
 
 
 @pytest.mark.parametrize("kwargs,needle", [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from redthread.data.captions import EOS, CaptionData, Vocabulary, load_caption_data
+from redthread.data.captions import EOS, CaptionData, Vocabulary, load_caption_data, load_test_scenes
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.models.captioner import Captioner, CaptionerConfig
@@ -146,7 +146,7 @@ def train_captioner(
     n_train, n_test = len(data.split("train")), len(data.split("val"))
     log(f"captioner on {task}: {n_train:,} training scenes, {n_test:,} unseen test scenes, vocabulary of "
         f"{len(data.vocab)}; {model.num_params():,} parameters, {cfg.max_iters} steps")
-    extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list()}
+    extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
     result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log, extra=extra)
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
     if distributed.is_main():
@@ -170,11 +170,14 @@ def report_lines(r: dict) -> list[str]:
 def test_scene(ckpt, index: int):
     """Test scene `index` of a captioner run: (image (1, C, H, W), reference words, title)."""
     task, settings = ckpt.extra["task"], ckpt.extra["scenes"]
-    data = load_caption_data(task, **settings)
-    s = data.split("val")
+    if "test_kept" in ckpt.extra:  # the test scenes alone (~0.2 s instead of ~4 s for every scene)
+        s, vocab = load_test_scenes(task, ckpt.extra["test_kept"], **settings)
+    else:  # a run from before test_kept was saved
+        data = load_caption_data(task, **settings)
+        s, vocab = data.split("val"), data.vocab
     if not 0 <= index < len(s):
         raise RedthreadError(f"--index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
-    words = data.vocab.decode(s.tokens[index].tolist())
+    words = vocab.decode(s.tokens[index].tolist())
     return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
 
 

@@ -237,21 +237,31 @@ def _assemble(images: Tensor, captions, owners, object_pixels, vocab: Vocabulary
     return CaptionSet(images, tokens, masks)
 
 
+def unseen(test: CaptionSet, train: CaptionSet) -> list[int]:
+    """The indices of the test scenes whose image is not also a training image."""
+    seen = {img.numpy().tobytes() for img in train.images}
+    return [i for i, img in enumerate(test.images) if img.numpy().tobytes() not in seen]
+
+
 def drop_seen(test: CaptionSet, train: CaptionSet) -> CaptionSet:
     """The test scenes whose image is not also a training image."""
-    seen = {img.numpy().tobytes() for img in train.images}
-    keep = torch.tensor([img.numpy().tobytes() not in seen for img in test.images])
-    return CaptionSet(test.images[keep], test.tokens[keep], test.masks[keep])
+    return select(test, unseen(test, train))
+
+
+def select(s: CaptionSet, idx: list[int]) -> CaptionSet:
+    return CaptionSet(s.images[idx], s.tokens[idx], s.masks[idx])
 
 
 class CaptionData:
     """Training and test scenes for the one training loop (`redthread.train.loop.train`)."""
 
-    def __init__(self, train: CaptionSet, val: CaptionSet, vocab: Vocabulary, task: str, patch_size: int):
+    def __init__(self, train: CaptionSet, val: CaptionSet, vocab: Vocabulary, task: str, patch_size: int,
+                 test_kept: list[int] | None = None):
         if len(train) == 0 or len(val) == 0:
             raise RedthreadError("caption data needs at least one training and one test scene")
         self.splits = {"train": train, "val": val}
         self.vocab, self.task, self.patch_size = vocab, task, patch_size
+        self.test_kept = test_kept  # which generated test scenes are unseen: `load_test_scenes` rebuilds val from it
 
     @property
     def channels(self) -> int:
@@ -303,24 +313,43 @@ def load_caption_data(
     shapes: Sequence[str] | None = None,
 ) -> CaptionData:
     """The scenes of `task`: training scenes from `seed`, test scenes from `seed + 1`, unseen images only."""
-    if task not in TASKS:
-        raise RedthreadError(f"unknown caption task {task!r}; tasks: {', '.join(TASKS)}")
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if not isinstance(value, int) or value < 1:
             raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
-    if task == "caption-shapes":
-        patch_size = patch_size or 4
-        train, vocab = make_shapes(n_train, seed, patch_size, colours, shapes)
-        test, _ = make_shapes(n_test, seed + 1, patch_size, colours, shapes)
-    else:
-        if colours is not None or shapes is not None:
-            raise RedthreadError("--colours and --shapes are caption-shapes settings")
-        patch_size = patch_size or 4  # 2 x 2 patches (64 of them) stayed at the prior in 1,000 steps (docs/vision.md)
-        train, vocab = make_digit_pairs(n_train, seed, "train", patch_size)
-        test, _ = make_digit_pairs(n_test, seed + 1, "val", patch_size)
+    train, vocab, patch_size = _make(task, n_train, seed, "train", patch_size, colours, shapes)
+    test, _, _ = _make(task, n_test, seed + 1, "val", patch_size, colours, shapes)
     L = max(train.tokens.shape[1], test.tokens.shape[1])
     train, test = _pad_to(train, L), _pad_to(test, L)
-    return CaptionData(train, drop_seen(test, train), vocab, task, patch_size)
+    kept = unseen(test, train)
+    return CaptionData(train, select(test, kept), vocab, task, patch_size, kept)
+
+
+def load_test_scenes(
+    task: str,
+    kept: list[int],
+    n_test: int = 1000,
+    seed: int = 0,
+    patch_size: int | None = None,
+    colours: Sequence[str] | None = None,
+    shapes: Sequence[str] | None = None,
+    **train_settings,
+) -> tuple[CaptionSet, Vocabulary]:
+    """The unseen test scenes of `load_caption_data(task, ...)` (`kept` = its `test_kept`), without
+    generating the training scenes again. Captions are padded to their own longest."""
+    test, vocab, _ = _make(task, n_test, seed + 1, "val", patch_size, colours, shapes)
+    return select(test, kept), vocab
+
+
+def _make(task, n, seed, digit_split, patch_size, colours, shapes) -> tuple[CaptionSet, Vocabulary, int]:
+    """n scenes of `task` from `seed` (caption-digits draws from the digits' `digit_split`), and the patch size."""
+    if task not in TASKS:
+        raise RedthreadError(f"unknown caption task {task!r}; tasks: {', '.join(TASKS)}")
+    patch_size = patch_size or 4  # caption-digits: 2 x 2 patches (64) stayed at the prior in 1,000 steps (docs/vision.md)
+    if task == "caption-shapes":
+        return (*make_shapes(n, seed, patch_size, colours, shapes), patch_size)
+    if colours is not None or shapes is not None:
+        raise RedthreadError("--colours and --shapes are caption-shapes settings")
+    return (*make_digit_pairs(n, seed, digit_split, patch_size), patch_size)
 
 
 def _pad_to(s: CaptionSet, L: int) -> CaptionSet:
