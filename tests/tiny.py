@@ -1,4 +1,4 @@
-"""A tiny random-init Transformer run folder, for tests of the commands and the web app that read runs."""
+"""Tiny random-init run folders (a Transformer LM, a captioner), for tests of the commands and the web app that read runs."""
 
 from __future__ import annotations
 
@@ -17,3 +17,18 @@ def save_tiny_run(folder: Path, text: str, block_size: int = 32, seed: int = 0) 
     cfg = rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=block_size, n_layer=2, n_head=2, d_model=16)
     rt.save_checkpoint(folder, rt.TransformerLM(cfg), tokenizer=tok)
     return tok
+
+
+def save_tiny_captioner_run(folder: Path, seed: int = 0) -> None:
+    """A captioner (1 + 1 layers, d_model 16) on caption-shapes with 64 training and 16 test scenes,
+    saved as `redthread train --task caption-shapes` saves one (the scenes' settings and vocabulary)."""
+    from redthread.commands.captions import captioner_config
+    from redthread.data.captions import load_caption_data
+    from redthread.models.captioner import Captioner
+
+    settings = {"n_train": 64, "n_test": 16, "seed": 0, "patch_size": 4, "colours": None, "shapes": None}
+    data = load_caption_data("caption-shapes", **settings)
+    torch.manual_seed(seed)
+    cfg = captioner_config(data, {"n_layer_encoder": 1, "n_layer_decoder": 1, "d_model": 16, "n_head": 2})
+    extra = {"task": "caption-shapes", "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
+    rt.save_checkpoint(folder, Captioner(cfg), extra=extra)

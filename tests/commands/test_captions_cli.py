@@ -101,7 +101,7 @@ def test_train_caption_bad_input_is_one_line(tmp_path, args, needles):
 def test_caption_attention_bad_input_is_one_line(caption_run, tmp_path):
     out, _ = caption_run
     code, _, err = cli("attention", "--checkpoint", out, "--index", "5000", "--out", tmp_path / "p.html")
-    assert_one_line_error(code, err, "--index 5000 is out of range")
+    assert_one_line_error(code, err, "index 5000 is out of range")
     code, _, err = cli("attention", "--checkpoint", out, "--index", "0", "--out", tmp_path / "p.html",
                        "--figure", tmp_path / "f.png", "--layer", "7")
     assert_one_line_error(code, err, "--layer/--head out of range", "1 layers")

@@ -98,7 +98,7 @@ def test_attention_page_of_an_image_file_resized_with_a_notice(vit_run, tmp_path
 
 
 @pytest.mark.parametrize("args,needles", [
-    (["--index", "359"], ["--index 359 is out of range", "359 images"]),
+    (["--index", "359"], ["index 359 is out of range", "359 images"]),
     (["--image", "missing.png"], ["image file not found"]),
     (["--index", "0", "--text", "hi"], ["drop --text"]),
     (["--index", "0", "--image", "x.png"], ["one of them"]),

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 import redthread as rt
 from redthread.cli import build_parser
 from redthread.serve.app import create_app
-from tests.tiny import save_tiny_run
+from tests.tiny import save_tiny_captioner_run, save_tiny_run
 
 TEXT = "to be or not to be"
 
@@ -16,6 +16,7 @@ TEXT = "to be or not to be"
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     tok = save_tiny_run(root / "tiny", TEXT + "\n")
+    save_tiny_captioner_run(root / "images" / "captioner")
     rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
     (root / "broken").mkdir()
     (root / "broken" / "checkpoint.safetensors").write_bytes(b"not a checkpoint")
@@ -27,10 +28,39 @@ def client(runs):
     return TestClient(create_app(runs, max_chars=100))
 
 
-def test_models_lists_transformer_runs_only(client):
-    names = {m["name"]: m["source"] for m in client.get("/api/models").json()}
-    assert names["tiny"] == "run"
-    assert "ladder/rungs/bigram" not in names and "broken" not in names  # no attention / unreadable
+def test_models_lists_the_runs_with_attention_and_their_input(client):
+    models = {m["name"]: m for m in client.get("/api/models").json()}
+    assert (models["tiny"]["source"], models["tiny"]["input"]) == ("run", "text")
+    assert (models["images/captioner"]["source"], models["images/captioner"]["input"]) == ("run", "image")
+    assert "ladder/rungs/bigram" not in models and "broken" not in models  # no attention / unreadable
+
+
+def test_image_run_shows_a_test_scene(client):
+    r = client.post("/api/image", json={"model": "images/captioner", "index": 3})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["kind"] == "image" and body["title"].startswith("test scene 3 of caption-shapes")
+    tabs = {t["kind"]: t for t in body["tabs"]}
+    assert set(tabs) == {"cross", "decoder", "encoder"}
+    cross = tabs["cross"]
+    assert cross["image"]["src"].startswith("data:image/png;base64,") and cross["image"]["grid"] == [6, 6]
+    w = torch.tensor(cross["weights"])  # (L, H, words, patches)
+    assert w.shape[:2] == (1, 2) and w.shape[-1] == 36
+    torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-3, rtol=0)
+    again = client.post("/api/image", json={"model": "images/captioner", "index": 3}).json()
+    assert again == body  # the same scene, the same greedy caption
+
+
+@pytest.mark.parametrize("path,body,message", [
+    ("/api/image", {"model": "images/captioner", "index": 16}, "index 16 is out of range: the test split has 16 scenes"),
+    ("/api/image", {"model": "images/captioner", "index": -1}, "index: Input should be greater than or equal to 0"),
+    ("/api/image", {"model": "tiny", "index": 0}, "tiny reads text, not images"),
+    ("/api/attention", {"model": "images/captioner", "text": TEXT}, "images/captioner is an image model"),
+    ("/api/next", {"model": "images/captioner", "text": TEXT}, "images/captioner is an image model"),
+])
+def test_image_and_text_requests_to_the_wrong_model_get_a_422(client, path, body, message):
+    r = client.post(path, json=body)
+    assert r.status_code == 422 and message in r.json()["error"]
 
 
 def test_attention_gives_every_layer_and_head(client):

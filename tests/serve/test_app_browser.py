@@ -1,7 +1,7 @@
 """The web app's page in a real browser (Chromium, see tests/conftest.py) against the real server.
 
-uvicorn serves create_app() from a background thread over a runs folder holding one tiny
-random-init Transformer; each test opens the page at http://127.0.0.1:<port>/ and drives it as a
+uvicorn serves create_app() from a background thread over a runs folder holding a tiny
+random-init Transformer and a tiny captioner; each test opens the page at http://127.0.0.1:<port>/ and drives it as a
 user would. body[data-busy] counts the requests in flight, so a test waits for "0".
 """
 
@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 
 from redthread.serve.app import create_app
-from tests.tiny import save_tiny_run
+from tests.tiny import save_tiny_captioner_run, save_tiny_run
 
 TEXT = "to be or not to be"
 MAX_CHARS = 300
@@ -28,6 +28,7 @@ HTTP_ERROR = "Failed to load resource: the server responded with a status of 4"
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     save_tiny_run(root / "tiny", TEXT + "\n")
+    save_tiny_captioner_run(root / "images" / "captioner")
     # port 0: the system picks a free port, read back once the server listens
     config = uvicorn.Config(create_app(root, max_chars=MAX_CHARS), host="127.0.0.1", port=0, log_level="warning")
     srv = uvicorn.Server(config)
@@ -105,7 +106,10 @@ def app(browser, server):
 
 def test_app_loads_without_errors(app):
     models = app.page.eval_on_selector_all("#model-select option", "os => os.map(o => o.value)")
-    assert models[0] == "tiny" and set(models) <= {"tiny", "minilm"}  # minilm where its package is installed
+    assert models[:2] == ["images/captioner", "tiny"] and set(models) <= {"images/captioner", "tiny", "minilm"}  # minilm where installed
+    assert app.page.is_visible("#index-box") and app.page.is_hidden("#text-box")  # the first model reads images
+    app.page.select_option("#model-select", "tiny")
+    assert app.page.is_visible("#text-box") and app.page.is_hidden("#index-box")
     assert app.page.is_hidden("#error") and app.page.is_hidden("#no-models")
     assert app.page.is_hidden("#explorer") and app.page.is_visible("#placeholder")
     assert app.page.get_attribute("#text-input", "maxlength") == str(MAX_CHARS)
@@ -221,6 +225,35 @@ def test_app_encoder_has_no_next_token_panel(app):
     app.assert_clean()
 
 
+def test_app_image_run_shows_a_test_scene_and_its_caption(app):
+    app.page.select_option("#model-select", "images/captioner")
+    app.page.fill("#index-input", "2")
+    app.page.click("#run-button")
+    app.settle()
+    assert app.error() is None and app.page.is_visible("#explorer")
+    assert app.page.text_content("h1").startswith("test scene 2 of caption-shapes")
+    assert app.page.locator("#tabs button").count() == 3 and app.view("kind") == "cross"
+    assert app.page.locator("#head-svg image").count() == 1 and app.page.locator("#head-svg .patch").count() == 36
+    app.page.hover("#head-svg .patch[data-i='5']")  # a patch is a key: the words' weights on it
+    assert app.view("focus") == "k:5" and app.page.locator("#bars .pct").count() >= 1
+    app.page.click("#tab-encoder")  # the ViT encoder: patches over patches
+    assert app.view("kind") == "encoder" and app.page.locator("#head-svg .tok.q").count() == 36
+    heat = "() => [...document.querySelectorAll('#head-svg .patch')].map(e => e.getAttribute('fill-opacity')).join()"
+    first = app.page.evaluate(heat)  # no focus: the first patch's heat
+    app.page.hover("#head-svg .tok.q[data-i='20']")
+    assert app.view("focus") == "q:20" and app.page.evaluate(heat) != first
+    assert app.page.get_attribute("#next-panel", "data-kind") == "image"
+    assert "is an image model" in app.page.text_content("#next-message") and app.page.is_disabled("#step-button")
+    # a number past the test split: the server's one-line answer, shown on the page
+    app.page.fill("#index-input", "99")
+    app.page.press("#index-input", "Enter")
+    app.settle()
+    assert app.error() == "index 99 is out of range: the test split has 16 scenes (0-15)"
+    assert [u for u in app.requests if "/api/" in u].count(f"{app.base}/api/image") == 2
+    assert not any("/api/next" in u or "/api/attention" in u for u in app.requests)
+    app.assert_clean(http_errors=True)
+
+
 def test_app_without_models_says_how_to_train_one(browser, server):
     context = browser.new_context()
     try:
@@ -229,7 +262,7 @@ def test_app_without_models_says_how_to_train_one(browser, server):
         page.goto(f"{server}/")
         page.wait_for_selector("body[data-ready='1']")
         assert page.text_content("#no-models") == (
-            "no Transformer runs under the runs folder: train one with `redthread train` or `redthread demo`")
+            "no Transformer, ViT or captioner runs under the runs folder: train one with `redthread train` or `redthread demo`")
         assert page.is_visible("#no-models") and page.is_disabled("#run-button") and page.is_disabled("#model-select")
     finally:
         context.close()

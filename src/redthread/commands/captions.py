@@ -176,7 +176,7 @@ def test_scene(ckpt, index: int):
         data = load_caption_data(task, **settings)
         s, vocab = data.split("val"), data.vocab
     if not 0 <= index < len(s):
-        raise RedthreadError(f"--index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
+        raise RedthreadError(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
     words = vocab.decode(s.tokens[index].tolist())
     return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
 

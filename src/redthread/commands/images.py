@@ -261,6 +261,37 @@ def image_attention_payload(model: ViT, image: torch.Tensor, title: str, notice:
     return {"title": title, "model": model_text, "notice": notice, "tabs": [tab]}
 
 
+def test_image(ckpt, index: int) -> tuple[torch.Tensor, str]:
+    """Test image `index` of a ViT or captioner run's data, as its model takes it (1, C, H, W), and a title."""
+    from redthread.data.images import prepare_image
+    from redthread.models.captioner import Captioner
+
+    if isinstance(ckpt.model, Captioner):
+        from redthread.commands.captions import test_scene
+
+        image, _, title = test_scene(ckpt, index)
+        return image, title
+    images, labels = load_digits(upscale=int(ckpt.extra.get("upscale", 1))).split("val")
+    if not 0 <= index < len(labels):
+        raise RedthreadError(f"index {index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
+    image, _ = prepare_image(images[index], ckpt.model.cfg.channels, ckpt.model.cfg.image_size)
+    return image, f"test image {index} of the digits (label {int(labels[index])})"
+
+
+def image_payload(ckpt, image: torch.Tensor, title: str, notice: str | None = None) -> dict:
+    """The explorer payload of one image (1, C, H, W) through a ViT run (its patches) or a captioner
+    run (its greedy caption's words over the patches)."""
+    from redthread.models.captioner import Captioner
+
+    if not isinstance(ckpt.model, Captioner):
+        return image_attention_payload(ckpt.model, image, title, notice)
+    from redthread.commands.captions import caption_attention, caption_payload
+    from redthread.data.captions import Vocabulary
+
+    ids, maps = caption_attention(ckpt.model, image)
+    return caption_payload(ckpt.model, image, ids, maps, Vocabulary(ckpt.extra["vocab"]), title, notice)
+
+
 def image_attention_command(args, log=print) -> None:
     """`redthread attention --checkpoint RUN --index N | --image FILE --out page.html [--figure F]`:
     a ViT run (its patches) or a captioner run (its caption's words over the patches)."""
@@ -286,21 +317,11 @@ def image_attention_command(args, log=print) -> None:
         raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: --index/--image need a ViT run "
                              "(redthread train --task vit-digits) or a captioner run (--task caption-shapes)")
     model = ckpt.model
-    channels, size = (model.cfg.channels, model.cfg.image_size)
     notices = []
-    if args.index is not None and isinstance(model, Captioner):
-        from redthread.commands.captions import test_scene
-
-        image, _, title = test_scene(ckpt, args.index)
-    elif args.index is not None:
-        data = load_digits(upscale=int(ckpt.extra.get("upscale", 1)))
-        images, labels = data.split("val")
-        if not 0 <= args.index < len(labels):
-            raise RedthreadError(f"--index {args.index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
-        image, _ = prepare_image(images[args.index], channels, size)
-        title = f"test image {args.index} of the digits (label {int(labels[args.index])})"
+    if args.index is not None:
+        image, title = test_image(ckpt, args.index)
     else:
-        image, notices = prepare_image(read_image_file(args.image), channels, size)
+        image, notices = prepare_image(read_image_file(args.image), model.cfg.channels, model.cfg.image_size)
         title = Path(args.image).name
     for n in notices:
         log(f"notice: {n}")

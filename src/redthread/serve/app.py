@@ -3,11 +3,14 @@
 Pick a model (a Transformer run found under the runs folder, or a pretrained encoder), type
 text, see every layer and head of its attention; for a language model, see P(next token |
 context) with the top candidates, where the top-k / top-p / min-p cut falls and what the
-temperature does, and step generation one token at a time.
+temperature does, and step generation one token at a time. For an image run (a ViT or a
+captioner), pick one of its test images instead of typing: its attention over the patches, and
+a captioner's words over the image.
 
 JSON API (OpenAPI description at /openapi.json, interactive docs at /docs):
-    GET  /api/models                    the models on offer
+    GET  /api/models                    the models on offer, each with its input: "text" or "image"
     POST /api/attention {model, text}   the explorer payload: tabs of (L, H, T, S) weights
+    POST /api/image     {model, index}  the same for test image `index` of an image run
     POST /api/next      {model, text, temperature, top_k, top_p, min_p, candidates}
     POST /api/step      {... the same, seed}   one sampled token appended to the text
 
@@ -31,11 +34,12 @@ from pydantic import BaseModel, Field
 from safetensors import safe_open
 
 from redthread.errors import RedthreadError
-from redthread.serve.probe import MAX_CANDIDATES, Probe, load_probe
+from redthread.serve.probe import MAX_CANDIDATES, ImageProbe, Probe, load_probe
 
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
 MAX_DEPTH = 4  # how deep under the runs folder runs are looked for
+RUN_INPUTS = {"TransformerLM": "text", "ViT": "image", "Captioner": "image"}  # the runs on offer, by model class
 
 
 class ServeError(Exception):
@@ -47,6 +51,11 @@ class ServeError(Exception):
 class TextRequest(BaseModel):
     model: str = Field(description="a name from /api/models")
     text: str = Field(description="the input text")
+
+
+class ImageRequest(BaseModel):
+    model: str = Field(description="an image run's name from /api/models")
+    index: int = Field(ge=0, description="which image of the run's test split")
 
 
 class NextRequest(TextRequest):
@@ -61,16 +70,18 @@ class StepRequest(NextRequest):
     seed: int | None = Field(None, description="makes the draw reproducible")
 
 
-def find_runs(runs_dir: Path) -> dict[str, Path]:
-    """Transformer runs under the folder: name (the path relative to it) -> run folder."""
+def find_runs(runs_dir: Path) -> dict[str, tuple[Path, str]]:
+    """Runs with attention to show under the folder: name (the path relative to it) -> (run folder,
+    input: "text" for a Transformer LM, "image" for a ViT or a captioner)."""
     found = {}
     if not runs_dir.is_dir():
         return found
     for ckpt in sorted(runs_dir.rglob(CHECKPOINT)):
         if len(ckpt.relative_to(runs_dir).parts) > MAX_DEPTH + 1:
             continue
-        if _model_class(ckpt) == "TransformerLM":
-            found[ckpt.parent.relative_to(runs_dir).as_posix() or "."] = ckpt.parent
+        model_input = RUN_INPUTS.get(_model_class(ckpt))
+        if model_input is not None:
+            found[ckpt.parent.relative_to(runs_dir).as_posix() or "."] = (ckpt.parent, model_input)
     return found
 
 
@@ -97,31 +108,38 @@ class Models:
     def __init__(self, runs_dir: Path, device: str = "cpu"):
         self.runs_dir = runs_dir.resolve()
         self.device = device
-        self.loaded: OrderedDict[str, Probe] = OrderedDict()
+        self.loaded: OrderedDict[str, Probe | ImageProbe] = OrderedDict()
         self.lock = threading.Lock()
 
     def catalogue(self) -> list[dict]:
-        runs = [{"name": name, "source": "run"} for name in find_runs(self.runs_dir)]
-        return runs + [{"name": name, "source": "pretrained"} for name in pretrained_available()]
+        runs = [{"name": name, "source": "run", "input": what} for name, (_, what) in find_runs(self.runs_dir).items()]
+        return runs + [{"name": name, "source": "pretrained", "input": "text"} for name in pretrained_available()]
 
     def resolve(self, name: str) -> tuple[str, Path | str]:
+        """(source, where): source "pretrained", "run" (a text run) or "image" (an image run)."""
         if name in pretrained_available():
             return "pretrained", name
         path = (self.runs_dir / name).resolve()
         if not path.is_relative_to(self.runs_dir):
             raise ServeError(403, f"model path {name!r} is outside the runs folder")
-        if name not in find_runs(self.runs_dir):
+        runs = find_runs(self.runs_dir)
+        if name not in runs:
             known = ", ".join(m["name"] for m in self.catalogue()) or "none"
             raise ServeError(404, f"unknown model {name!r}; models: {known}")
-        return "run", path
+        return ("image" if runs[name][1] == "image" else "run"), path
 
-    def get(self, name: str) -> Probe:
+    def get(self, name: str) -> Probe | ImageProbe:
         with self.lock:
             if name in self.loaded:
                 self.loaded.move_to_end(name)
                 return self.loaded[name]
             source, where = self.resolve(name)
-            probe = load_probe(checkpoint=where, device=self.device) if source == "run" else load_probe(pretrained=where, device=self.device)
+            if source == "image":
+                probe = ImageProbe(where)
+            elif source == "run":
+                probe = load_probe(checkpoint=where, device=self.device)
+            else:
+                probe = load_probe(pretrained=where, device=self.device)
             probe.name = name
             self.loaded[name] = probe
             if len(self.loaded) > MAX_LOADED:
@@ -136,6 +154,12 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
         description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step generation.",
     )
     models = Models(Path(runs_dir), device)
+
+    def text_model(name: str) -> Probe:
+        probe = models.get(name)
+        if isinstance(probe, ImageProbe):
+            raise ServeError(422, f"{name} is an image model: ask /api/image for one of its test images")
+        return probe
 
     def check_text(text: str) -> str:
         if len(text) > max_chars:
@@ -170,20 +194,29 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
     @app.post("/api/attention")
     def attention(req: TextRequest) -> dict:
         """Every layer and head's attention over the text, as the explorer's payload."""
-        probe = models.get(req.model)
+        probe = text_model(req.model)
         payload = probe.attention_payload(check_text(req.text))
         return {**payload, "kind": probe.kind}
+
+    @app.post("/api/image")
+    def image(req: ImageRequest) -> dict:
+        """Every layer and head's attention on test image `index` of an image run (a captioner's
+        words over the image too), as the explorer's payload."""
+        probe = models.get(req.model)
+        if not isinstance(probe, ImageProbe):
+            raise ServeError(422, f"{req.model} reads text, not images: ask /api/attention")
+        return {**probe.image_payload(req.index), "kind": probe.kind}
 
     @app.post("/api/next")
     def next_token(req: NextRequest) -> dict:
         """P(next token | text): the top candidates, and what sampling with these settings keeps."""
-        probe = models.get(req.model)
+        probe = text_model(req.model)
         return probe.next_token(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates)
 
     @app.post("/api/step")
     def step(req: StepRequest) -> dict:
         """Draw one token with the settings and append it to the text."""
-        probe = models.get(req.model)
+        probe = text_model(req.model)
         return probe.step(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates, req.seed)
 
     return app

@@ -8,7 +8,8 @@ The explorer page (`redthread attention`) and the web app (`redthread serve`) bo
     dist = probe.next_token("To be, or not", top_p=0.9)  # candidates, probabilities, where the cut falls
 
 Kinds of model: "lm" (a decoder-only language model: a redthread TransformerLM run, or a
-GPT-2-family folder) and "encoder" (a BERT-family folder). Other rungs of the ladder have no
+GPT-2-family folder), "encoder" (a BERT-family folder), and "image" (`ImageProbe`: a ViT or
+captioner run, shown on the images of its test split). Other rungs of the ladder have no
 attention, so they cannot be probed here (`redthread sample` still samples them).
 """
 
@@ -256,6 +257,27 @@ def _probe_pretrained(name: str | Path, device: str) -> Probe:
     desc = f"{label} ({family}, {cfg.n_layer} layers x {cfg.n_head} heads, hidden {cfg.d_model})"
     read = hf_reader(tok.hf_tokenizer, add_special_tokens=True)
     return Probe(str(name), model, kind, desc, cfg.block_size, read, tok.decode)
+
+
+class ImageProbe:
+    """An image run (a ViT or a captioner): the explorer payload of one image of its test split."""
+
+    kind = "image"
+
+    def __init__(self, path: Path):
+        from redthread.train.checkpoint import read_checkpoint
+
+        self.ckpt = read_checkpoint(path, map_location="cpu")  # small models, one image: the CPU is enough
+        if self.ckpt.model_class not in ("ViT", "Captioner"):
+            raise RedthreadError(f"{path} holds a {self.ckpt.model_class}, not an image model")
+        self.ckpt.model.eval()
+        self.name = path.name
+
+    def image_payload(self, index: int) -> dict:
+        from redthread.commands.images import image_payload, test_image
+
+        image, title = test_image(self.ckpt, index)
+        return image_payload(self.ckpt, image, title)
 
 
 # --- the source's example: which heads send 'it' to which word ---------------------------------

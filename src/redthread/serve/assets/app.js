@@ -1,6 +1,7 @@
 "use strict";
 // The web app of `redthread serve`: asks its own server's JSON API (app.py) and shows the answers.
 //   Show attention  POST /api/attention -> the explorer (explorer.js) draws every layer x head
+//                   POST /api/image     -> the same for a test image of an image run (ViT, captioner)
 //   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
 //                                          temperature, top-k, top-p, min-p), and where the cut falls
 //   Step            POST /api/step      -> one token drawn with the settings, appended to the text
@@ -12,15 +13,16 @@
 
 const CONFIG = JSON.parse(document.getElementById("app-config").textContent);
 const CANDIDATES = 20;  // rows in the next-token panel
-const NO_MODELS = "no Transformer runs under the runs folder: train one with `redthread train` or `redthread demo`";
+const NO_MODELS = "no Transformer, ViT or captioner runs under the runs folder: train one with `redthread train` or `redthread demo`";
 
 const $ = (id) => document.getElementById(id);
 const modelSelect = $("model-select"), textInput = $("text-input"), runButton = $("run-button");
-const stepButton = $("step-button"), panel = $("next-panel");
+const stepButton = $("step-button"), panel = $("next-panel"), indexInput = $("index-input");
 const settings = { temperature: $("temperature"), topK: $("top-k"), topP: $("top-p"), minP: $("min-p") };
 
 // what is on show: the model and text of the last answer of /api/attention, and its kind
 let shown = null;
+let inputs = {};  // model name -> what it reads: "text" or "image"
 let busy = 0;
 const latest = { attention: 0, next: 0 };  // the newest request of each kind; older answers are dropped
 
@@ -79,9 +81,18 @@ async function loadModels() {
     o.textContent = m.source === "pretrained" ? `${m.name} (pretrained)` : m.name;
     return o;
   }));
+  inputs = Object.fromEntries(models.map((m) => [m.name, m.input]));
   modelSelect.disabled = models.length === 0;
   $("no-models").textContent = NO_MODELS;
   $("no-models").hidden = models.length > 0;
+  showInput();
+}
+
+// A text box for a model that reads text, a test-image number for an image run.
+function showInput() {
+  const image = inputs[modelSelect.value] === "image";
+  $("text-box").hidden = image;
+  $("index-box").hidden = !image;
 }
 
 function countChars() {
@@ -101,7 +112,9 @@ async function showAttention() {
   const model = modelSelect.value, text = textInput.value;
   if (!model) throw new Error(NO_MODELS);
   const seq = ++latest.attention;
-  const payload = await api("/api/attention", { model, text });
+  const payload = inputs[model] === "image"
+    ? await api("/api/image", { model, index: Number(indexInput.value) })  // a bad number is the API's to explain
+    : await api("/api/attention", { model, text });
   if (seq !== latest.attention) return;  // a newer request is on its way
   clearError();
   $("placeholder").hidden = true;
@@ -111,17 +124,23 @@ async function showAttention() {
   if (payload.kind === "lm") {
     await showNext();
   } else {
-    encoderPanel(model);
+    panelOff(model, payload.kind);
   }
 }
 
-function encoderPanel(model) {
+const NO_NEXT = {
+  encoder: "is an encoder: it reads the whole text at once, in both directions, so it gives no "
+    + "next-token distribution (and cannot step).",
+  image: "is an image model: the explorer shows its attention over the image's patches (and a "
+    + "captioner's greedy caption, word by word, over the image); no next-token panel here.",
+};
+
+function panelOff(model, kind) {
   latest.next++;  // an answer still on its way is for another model
   panel.classList.add("off");
-  panel.dataset.kind = "encoder";
+  panel.dataset.kind = kind;
   for (const el of Object.values(settings)) el.disabled = true;
-  $("next-message").textContent = `${model} is an encoder: it reads the whole text at once, in both `
-    + "directions, so it gives no next-token distribution (and cannot step).";
+  $("next-message").textContent = `${model} ${NO_NEXT[kind]}`;
   $("next-stats").textContent = "";
   $("candidates").replaceChildren();
 }
@@ -224,7 +243,13 @@ textInput.onkeydown = (e) => {
 };
 runButton.onclick = () => act(showAttention);
 stepButton.onclick = () => act(step);
-modelSelect.onchange = () => { if (shown) act(showAttention); };
+indexInput.onkeydown = (e) => {
+  if (e.key === "Enter" && !runButton.disabled) act(showAttention);
+};
+modelSelect.onchange = () => {
+  showInput();
+  if (shown) act(showAttention);
+};
 for (const el of Object.values(settings)) {
   el.oninput = () => {
     showSettings();
