@@ -1,4 +1,4 @@
-"""Tiny random-init run folders (a Transformer LM, a captioner), for tests of the commands and the web app that read runs."""
+"""Tiny random-init run folders (a Transformer LM, a captioner, a ViT), for tests of the commands and the web app that read runs."""
 
 from __future__ import annotations
 
@@ -32,3 +32,14 @@ def save_tiny_captioner_run(folder: Path, seed: int = 0) -> None:
     cfg = captioner_config(data, {"n_layer_encoder": 1, "n_layer_decoder": 1, "d_model": 16, "n_head": 2})
     extra = {"task": "caption-shapes", "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
     rt.save_checkpoint(folder, Captioner(cfg), extra=extra)
+
+
+def save_tiny_vit_run(folder: Path, seed: int = 0) -> None:
+    """A ViT (1 layer, d_model 16) for scikit-learn's digits, saved as `redthread train --task vit-digits` saves one."""
+    from redthread.commands.images import vit_config
+    from redthread.data.images import load_digits
+    from redthread.models.vit import ViT
+
+    torch.manual_seed(seed)
+    cfg = vit_config(load_digits(), 1, {"n_layer": 1, "n_head": 2, "d_model": 16})
+    rt.save_checkpoint(folder, ViT(cfg), extra={"task": "vit-digits", "upscale": 1})

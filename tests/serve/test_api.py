@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 import redthread as rt
 from redthread.cli import build_parser
 from redthread.serve.app import create_app
-from tests.tiny import save_tiny_captioner_run, save_tiny_run
+from tests.tiny import save_tiny_captioner_run, save_tiny_run, save_tiny_vit_run
 
 TEXT = "to be or not to be"
 
@@ -17,6 +17,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     tok = save_tiny_run(root / "tiny", TEXT + "\n")
     save_tiny_captioner_run(root / "images" / "captioner")
+    save_tiny_vit_run(root / "images" / "vit")
     rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
     (root / "broken").mkdir()
     (root / "broken" / "checkpoint.safetensors").write_bytes(b"not a checkpoint")
@@ -32,6 +33,7 @@ def test_models_lists_the_runs_with_attention_and_their_input(client):
     models = {m["name"]: m for m in client.get("/api/models").json()}
     assert (models["tiny"]["source"], models["tiny"]["input"]) == ("run", "text")
     assert (models["images/captioner"]["source"], models["images/captioner"]["input"]) == ("run", "image")
+    assert models["images/vit"]["input"] == "image"
     assert "ladder/rungs/bigram" not in models and "broken" not in models  # no attention / unreadable
 
 
@@ -49,6 +51,16 @@ def test_image_run_shows_a_test_scene(client):
     torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-3, rtol=0)
     again = client.post("/api/image", json={"model": "images/captioner", "index": 3}).json()
     assert again == body  # the same scene, the same greedy caption
+
+
+def test_vit_run_shows_a_test_digit(client):
+    body = client.post("/api/image", json={"model": "images/vit", "index": 0}).json()
+    assert body["kind"] == "image" and body["title"].startswith("test image 0 of the digits (label ")
+    [tab] = body["tabs"]
+    assert tab["kind"] == "encoder" and tab["queries"][:2] == ["[CLS]", "patch r0c0"] and tab["image"]["grid"] == [4, 4]
+    assert torch.tensor(tab["weights"]).shape == (1, 2, 17, 17)  # (L, H, class token + 16 patches, the same)
+    r = client.post("/api/image", json={"model": "images/vit", "index": 359})
+    assert r.status_code == 422 and "index 359 is out of range: the test split has 359 images" in r.json()["error"]
 
 
 @pytest.mark.parametrize("path,body,message", [
