@@ -151,7 +151,8 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
     app = FastAPI(
         title="redthread",
         version="0.1.0",
-        description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step generation.",
+        description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step "
+                    "generation; for image runs, attention over a test image's patches.",
     )
     models = Models(Path(runs_dir), device)
 
@@ -188,7 +189,7 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
 
     @app.get("/api/models")
     def list_models() -> list[dict]:
-        """The models on offer: Transformer runs under the runs folder, and pretrained models."""
+        """The models on offer: Transformer, ViT and captioner runs under the runs folder, and pretrained models."""
         return models.catalogue()
 
     @app.post("/api/attention")
