@@ -148,3 +148,18 @@ def test_train_flags_the_task_would_ignore_are_errors(tmp_path, args, needle):
     code, _, err = cli("train", *args, "--out", tmp_path / "run")
     assert_one_line_error(code, err, needle)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_captioner_saved_without_its_run_settings_gets_one_line_errors(tmp_path):
+    from redthread.models.captioner import CaptionerConfig
+
+    rt.save_checkpoint(tmp_path / "bare", Captioner(CaptionerConfig()))  # the library's save: no scenes, no words
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "bare", "--index", "0", "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "saved without the settings of its scenes", "--image FILE")
+    image = tmp_path / "red.png"
+    from matplotlib.image import imsave
+
+    imsave(image, torch.zeros(24, 24, 3).numpy())
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "bare", "--image", image, "--out", tmp_path / "p.html")
+    assert_one_line_error(code, err, "saved without its vocabulary")
+    assert not (tmp_path / "p.html").exists()

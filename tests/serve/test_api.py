@@ -6,6 +6,7 @@ from fastapi.testclient import TestClient
 
 import redthread as rt
 from redthread.cli import build_parser
+from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.serve.app import create_app
 from tests.tiny import save_tiny_captioner_run, save_tiny_run, save_tiny_vit_run
 
@@ -18,6 +19,7 @@ def runs(tmp_path_factory):
     tok = save_tiny_run(root / "tiny", TEXT + "\n")
     save_tiny_captioner_run(root / "images" / "captioner")
     save_tiny_vit_run(root / "images" / "vit")
+    rt.save_checkpoint(root / "images" / "bare", Captioner(CaptionerConfig()))  # no scene settings, no words
     rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size), tokenizer=tok)
     (root / "broken").mkdir()
     (root / "broken" / "checkpoint.safetensors").write_bytes(b"not a checkpoint")
@@ -67,6 +69,7 @@ def test_vit_run_shows_a_test_digit(client):
     ("/api/image", {"model": "images/captioner", "index": 16}, "index 16 is out of range: the test split has 16 scenes"),
     ("/api/image", {"model": "images/captioner", "index": -1}, "index: Input should be greater than or equal to 0"),
     ("/api/image", {"model": "tiny", "index": 0}, "tiny reads text, not images"),
+    ("/api/image", {"model": "images/bare", "index": 0}, "saved without the settings of its scenes"),
     ("/api/attention", {"model": "images/captioner", "text": TEXT}, "images/captioner is an image model"),
     ("/api/next", {"model": "images/captioner", "text": TEXT}, "images/captioner is an image model"),
 ])

@@ -167,8 +167,19 @@ def report_lines(r: dict) -> list[str]:
 # ---- seeing it: the explorer page and the per-word overlays -------------------------------------
 
 
+def caption_vocab(ckpt) -> Vocabulary:
+    """The words of a captioner run, saved beside its model by `train_captioner`."""
+    if "vocab" not in ckpt.extra:
+        raise RedthreadError("this captioner was saved without its vocabulary (no 'vocab' in its metadata), so its "
+                             "words cannot be read; train one with redthread train --task caption-shapes")
+    return Vocabulary(ckpt.extra["vocab"])
+
+
 def test_scene(ckpt, index: int):
     """Test scene `index` of a captioner run: (image (1, C, H, W), reference words, title)."""
+    if "task" not in ckpt.extra or "scenes" not in ckpt.extra:
+        raise RedthreadError("this captioner was saved without the settings of its scenes, so its test scenes cannot "
+                             "be made again: show an image of your own with --image FILE")
     task, settings = ckpt.extra["task"], ckpt.extra["scenes"]
     if "test_kept" in ckpt.extra:  # the test scenes alone (~0.2 s instead of ~4 s for every scene)
         s, vocab = load_test_scenes(task, ckpt.extra["test_kept"], **settings)

@@ -285,11 +285,11 @@ def image_payload(ckpt, image: torch.Tensor, title: str, notice: str | None = No
 
     if not isinstance(ckpt.model, Captioner):
         return image_attention_payload(ckpt.model, image, title, notice)
-    from redthread.commands.captions import caption_attention, caption_payload
-    from redthread.data.captions import Vocabulary
+    from redthread.commands.captions import caption_attention, caption_payload, caption_vocab
 
+    vocab = caption_vocab(ckpt)
     ids, maps = caption_attention(ckpt.model, image)
-    return caption_payload(ckpt.model, image, ids, maps, Vocabulary(ckpt.extra["vocab"]), title, notice)
+    return caption_payload(ckpt.model, image, ids, maps, vocab, title, notice)
 
 
 def image_attention_command(args, log=print) -> None:
@@ -327,10 +327,9 @@ def image_attention_command(args, log=print) -> None:
         log(f"notice: {n}")
     notice = "; ".join(notices) or None
     if isinstance(model, Captioner):
-        from redthread.commands.captions import caption_attention, caption_overlays, caption_payload
-        from redthread.data.captions import Vocabulary
+        from redthread.commands.captions import caption_attention, caption_overlays, caption_payload, caption_vocab
 
-        vocab = Vocabulary(ckpt.extra["vocab"])
+        vocab = caption_vocab(ckpt)
         ids, maps = caption_attention(model, image)  # the greedy caption and its maps, for the page and the figure
         payload = caption_payload(model, image, ids, maps, vocab, title, notice)
         if figure is not None:  # drawn before the page is written: a bad --layer writes nothing
