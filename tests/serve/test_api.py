@@ -1,8 +1,13 @@
 """The web app's JSON API: attention, next-token distribution, stepping, and 4xx answers for bad requests."""
 
+import base64
+import io
+
+import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
+from matplotlib.image import imsave
 
 import redthread as rt
 from redthread.cli import build_parser
@@ -63,6 +68,36 @@ def test_vit_run_shows_a_test_digit(client):
     assert torch.tensor(tab["weights"]).shape == (1, 2, 17, 17)  # (L, H, class token + 16 patches, the same)
     r = client.post("/api/image", json={"model": "images/vit", "index": 359})
     assert r.status_code == 422 and "index 359 is out of range: the test split has 359 images" in r.json()["error"]
+
+
+def data_url(pixels) -> str:
+    buf = io.BytesIO()
+    imsave(buf, pixels, format="png")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_image_runs_show_an_uploaded_file_converted_and_resized(client):
+    rng = np.random.default_rng(0)
+    body = client.post("/api/image", json={"model": "images/captioner", "image": data_url(rng.random((10, 12, 3))),
+                                           "name": "mine.png"}).json()
+    assert body["kind"] == "image" and body["title"] == "mine.png" and len(body["tabs"]) == 3
+    assert "resized the image from 10x12 to 24x24 pixels" in body["notice"]
+    body = client.post("/api/image", json={"model": "images/vit", "image": data_url(rng.random((8, 8)))}).json()
+    assert body["title"] == "your image" and "converted the image from 4 to 1 channel(s)" in body["notice"]  # RGBA PNG
+
+
+@pytest.mark.parametrize("body,status,message", [
+    ({"image": "a picture"}, 422, "image: expected a data: URL with base64 content"),
+    ({"image": "data:image/png;base64,@@@@"}, 422, "image: the base64 content does not decode"),
+    ({"image": "data:image/png;base64," + base64.b64encode(b"hello").decode(), "name": "x.png"}, 422,
+     "cannot read x.png as an image"),
+    ({"image": "data:image/png;base64," + "A" * (6 * 2**20)}, 413, "image: the file is over the limit of 4 MiB"),
+    ({}, 422, "give index (a test image of the run) or image (a file of your own), one of them"),
+    ({"index": 0, "image": "data:image/png;base64,AAAA"}, 422, "one of them"),
+])
+def test_bad_uploads_get_one_line_answers(client, body, status, message):
+    r = client.post("/api/image", json={"model": "images/captioner", **body})
+    assert r.status_code == status and message in r.json()["error"]
 
 
 @pytest.mark.parametrize("path,body,message", [

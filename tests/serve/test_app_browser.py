@@ -10,8 +10,10 @@ import threading
 import time
 
 import httpx
+import numpy as np
 import pytest
 import uvicorn
+from matplotlib.image import imsave
 
 from redthread.serve.app import create_app
 from tests.tiny import save_tiny_captioner_run, save_tiny_run
@@ -251,6 +253,25 @@ def test_app_image_run_shows_a_test_scene_and_its_caption(app):
     assert app.error() == "index 99 is out of range: the test split has 16 scenes (0-15)"
     assert [u for u in app.requests if "/api/" in u].count(f"{app.base}/api/image") == 2
     assert not any("/api/next" in u or "/api/attention" in u for u in app.requests)
+    app.assert_clean(http_errors=True)
+
+
+def test_app_image_run_shows_an_uploaded_file(app, tmp_path):
+    picture = tmp_path / "my drawing.png"
+    imsave(picture, np.random.default_rng(0).random((12, 12, 3)))
+    app.page.select_option("#model-select", "images/captioner")
+    assert app.page.is_visible("#upload-box")
+    app.page.set_input_files("#image-file", str(picture))
+    app.settle()
+    assert app.error() is None and app.page.text_content("h1") == "my drawing.png"
+    assert "resized the image from 12x12 to 24x24 pixels" in app.page.text_content("#notice")
+    assert app.page.locator("#head-svg image").count() == 1 and app.view("kind") == "cross"
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    app.page.set_input_files("#image-file", str(broken))
+    app.settle()
+    assert app.error().startswith("cannot read broken.png as an image")
+    assert [u for u in app.requests if "/api/" in u].count(f"{app.base}/api/image") == 2
     app.assert_clean(http_errors=True)
 
 

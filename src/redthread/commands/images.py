@@ -224,18 +224,35 @@ def image_data_uri(image, scale: int = 16) -> str:
 
 def read_image_file(path: str | Path):
     """A PNG (or any format matplotlib reads) as an array (C, H, W) with values in [0, 1]."""
-    import numpy as np
-    from matplotlib.image import imread
-
     path = Path(path)
     if not path.is_file():
         raise RedthreadError(f"image file not found: {path}")
+    return _read_image(path, str(path))
+
+
+def read_image_bytes(data: bytes, name: str = "the image"):
+    """The bytes of an image file (PNG, JPEG, ...) as an array (C, H, W) with values in [0, 1]."""
+    return _read_image(io.BytesIO(data), name)
+
+
+def _read_image(source, name: str):
+    """Pillow reads the file (PNG, JPEG, GIF, BMP, ...); 8-bit modes become L, RGB or RGBA, 16-bit grey is scaled by 65535."""
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
     try:
-        pixels = np.asarray(imread(path))
-    except Exception as e:  # noqa: BLE001 - matplotlib and Pillow raise several types for unreadable files
-        raise RedthreadError(f"cannot read {path} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    if pixels.dtype == np.uint8:
-        pixels = pixels / 255.0
+        with Image.open(source) as img:
+            if img.mode.startswith("I;16"):
+                pixels = np.asarray(img, dtype=np.float64) / 65535.0
+            elif img.mode in ("I", "F"):
+                pixels = np.asarray(img, dtype=np.float64)
+                pixels = pixels / max(float(pixels.max()), 1.0)
+            else:
+                alpha = "A" in img.getbands() or "transparency" in img.info
+                mode = "RGBA" if alpha else "L" if img.mode in ("1", "L") else "RGB"
+                pixels = np.asarray(img.convert(mode), dtype=np.float64) / 255.0
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:  # not an image, truncated, unsupported
+        raise RedthreadError(f"cannot read {name} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     return pixels[None] if pixels.ndim == 2 else np.moveaxis(pixels, -1, 0)  # (H, W, C) -> (C, H, W)
 
 

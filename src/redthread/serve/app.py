@@ -10,7 +10,8 @@ a captioner's words over the image.
 JSON API (OpenAPI description at /openapi.json, interactive docs at /docs):
     GET  /api/models                    the models on offer, each with its input: "text" or "image"
     POST /api/attention {model, text}   the explorer payload: tabs of (L, H, T, S) weights
-    POST /api/image     {model, index}  the same for test image `index` of an image run
+    POST /api/image     {model, index}  the same for test image `index` of an image run,
+                        {model, image, name}  or for an image file of the user's (a data: URL)
     POST /api/next      {model, text, temperature, top_k, top_p, min_p, candidates}
     POST /api/step      {... the same, seed}   one sampled token appended to the text
 
@@ -39,6 +40,7 @@ from redthread.serve.probe import MAX_CANDIDATES, ImageProbe, Probe, load_probe
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
 MAX_DEPTH = 4  # how deep under the runs folder runs are looked for
+MAX_IMAGE_BYTES = 4 * 2**20  # an uploaded image file, decoded
 RUN_INPUTS = {"TransformerLM": "text", "ViT": "image", "Captioner": "image"}  # the runs on offer, by model class
 
 
@@ -55,7 +57,9 @@ class TextRequest(BaseModel):
 
 class ImageRequest(BaseModel):
     model: str = Field(description="an image run's name from /api/models")
-    index: int = Field(ge=0, description="which image of the run's test split")
+    index: int | None = Field(None, ge=0, description="which image of the run's test split")
+    image: str | None = Field(None, description="or an image file of your own, as a data: URL (base64)")
+    name: str = Field("your image", max_length=200, description="the uploaded file's name, for the title")
 
 
 class NextRequest(TextRequest):
@@ -203,10 +207,14 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
     def image(req: ImageRequest) -> dict:
         """Every layer and head's attention on test image `index` of an image run (a captioner's
         words over the image too), as the explorer's payload."""
+        if (req.index is None) == (req.image is None):
+            raise ServeError(422, "give index (a test image of the run) or image (a file of your own), one of them")
         probe = models.get(req.model)
         if not isinstance(probe, ImageProbe):
             raise ServeError(422, f"{req.model} reads text, not images: ask /api/attention")
-        return {**probe.image_payload(req.index), "kind": probe.kind}
+        if req.index is not None:
+            return {**probe.image_payload(req.index), "kind": probe.kind}
+        return {**probe.upload_payload(decode_data_url(req.image), req.name), "kind": probe.kind}
 
     @app.post("/api/next")
     def next_token(req: NextRequest) -> dict:
@@ -221,6 +229,22 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
         return probe.step(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates, req.seed)
 
     return app
+
+
+def decode_data_url(url: str) -> bytes:
+    """The bytes of a `data:[type];base64,...` URL, as a browser's FileReader.readAsDataURL writes it."""
+    import base64
+    import binascii
+
+    head, sep, body = url.partition(",")
+    if not (head.startswith("data:") and head.endswith(";base64") and sep):
+        raise ServeError(422, "image: expected a data: URL with base64 content (data:image/png;base64,...)")
+    if len(body) > MAX_IMAGE_BYTES * 4 // 3 + 4:
+        raise ServeError(413, f"image: the file is over the limit of {MAX_IMAGE_BYTES // 2**20} MiB")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise ServeError(422, "image: the base64 content does not decode") from None
 
 
 def app_page(max_chars: int) -> str:

@@ -260,7 +260,7 @@ def _probe_pretrained(name: str | Path, device: str) -> Probe:
 
 
 class ImageProbe:
-    """An image run (a ViT or a captioner): the explorer payload of one image of its test split."""
+    """An image run (a ViT or a captioner): the explorer payload of one image of its test split, or of a file."""
 
     kind = "image"
 
@@ -278,6 +278,15 @@ class ImageProbe:
 
         image, title = test_image(self.ckpt, index)
         return image_payload(self.ckpt, image, title)
+
+    def upload_payload(self, data: bytes, name: str) -> dict:
+        """The same for an image file's bytes: converted and resized to what the model takes, said in the notice."""
+        from redthread.commands.images import image_payload, read_image_bytes
+        from redthread.data.images import prepare_image
+
+        cfg = self.ckpt.model.cfg
+        image, notices = prepare_image(read_image_bytes(data, name), cfg.channels, cfg.image_size)
+        return image_payload(self.ckpt, image, name, "; ".join(notices) or None)
 
 
 # --- the source's example: which heads send 'it' to which word ---------------------------------

@@ -1,7 +1,8 @@
 "use strict";
 // The web app of `redthread serve`: asks its own server's JSON API (app.py) and shows the answers.
 //   Show attention  POST /api/attention -> the explorer (explorer.js) draws every layer x head
-//                   POST /api/image     -> the same for a test image of an image run (ViT, captioner)
+//                   POST /api/image     -> the same for a test image of an image run (ViT, captioner),
+//                                          or for an image file chosen by the user (sent as a data: URL)
 //   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
 //                                          temperature, top-k, top-p, min-p), and where the cut falls
 //   Step            POST /api/step      -> one token drawn with the settings, appended to the text
@@ -18,6 +19,7 @@ const NO_MODELS = "no Transformer, ViT or captioner runs under the runs folder: 
 const $ = (id) => document.getElementById(id);
 const modelSelect = $("model-select"), textInput = $("text-input"), runButton = $("run-button");
 const stepButton = $("step-button"), panel = $("next-panel"), indexInput = $("index-input");
+const imageFile = $("image-file");
 const settings = { temperature: $("temperature"), topK: $("top-k"), topP: $("top-p"), minP: $("min-p") };
 
 // what is on show: the model and text of the last answer of /api/attention, and its kind
@@ -93,6 +95,7 @@ function showInput() {
   const image = inputs[modelSelect.value] === "image";
   $("text-box").hidden = image;
   $("index-box").hidden = !image;
+  $("upload-box").hidden = !image;
 }
 
 function countChars() {
@@ -108,13 +111,15 @@ function setText(text) {
 
 // ---- attention and the next-token panel -------------------------------------------------------
 
-async function showAttention() {
+// upload: {image: a data: URL, name} for a file of the user's; else the text, or the test image's number
+async function showAttention(upload) {
   const model = modelSelect.value, text = textInput.value;
   if (!model) throw new Error(NO_MODELS);
   const seq = ++latest.attention;
-  const payload = inputs[model] === "image"
-    ? await api("/api/image", { model, index: Number(indexInput.value) })  // a bad number is the API's to explain
-    : await api("/api/attention", { model, text });
+  let payload;
+  if (upload) payload = await api("/api/image", { model, ...upload });
+  else if (inputs[model] === "image") payload = await api("/api/image", { model, index: Number(indexInput.value) });  // a bad number is the API's to explain
+  else payload = await api("/api/attention", { model, text });
   if (seq !== latest.attention) return;  // a newer request is on its way
   clearError();
   $("placeholder").hidden = true;
@@ -243,6 +248,24 @@ textInput.onkeydown = (e) => {
 };
 runButton.onclick = () => act(showAttention);
 stepButton.onclick = () => act(step);
+function readDataURL(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(new Error(`cannot read ${file.name}`));
+    reader.readAsDataURL(file);
+  });
+}
+
+imageFile.onchange = () => {
+  const file = imageFile.files[0];
+  if (!file) return;
+  act(async () => {
+    const image = await readDataURL(file);
+    imageFile.value = "";  // choosing the same file again is a new choice
+    await showAttention({ image, name: file.name });
+  });
+};
 indexInput.onkeydown = (e) => {
   if (e.key === "Enter" && !runButton.disabled) act(showAttention);
 };
