@@ -91,14 +91,14 @@ def average(t: Tensor) -> Tensor:
     return t / world_size()
 
 
-def any_rank(*flags: bool) -> bool | tuple[bool, ...]:
+def any_rank(*flags: bool) -> tuple[bool, ...]:
     """For each flag, whether it holds on any rank: decisions every rank must take together (a time
-    budget, a stop signal), in one all-reduce. One flag gives a bool, several a tuple."""
-    if world_size() > 1:
-        t = torch.tensor([int(f) for f in flags], device="cuda" if dist.get_backend() == "nccl" else "cpu")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        flags = tuple(bool(f) for f in t.tolist())
-    return flags[0] if len(flags) == 1 else tuple(flags)
+    budget, a stop signal), in one all-reduce."""
+    if world_size() == 1:
+        return flags
+    t = torch.tensor([int(f) for f in flags], device="cuda" if dist.get_backend() == "nccl" else "cpu")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return tuple(bool(f) for f in t.tolist())
 
 
 class StopSignals:
