@@ -22,7 +22,7 @@ from dataclasses import fields
 
 from redthread.errors import RedthreadError
 
-EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 130, 143  # 128 + SIGINT, 128 + SIGTERM
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,6 +38,17 @@ def _bool(text: str) -> bool:
     if text.lower() in ("0", "false", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _seed(text: str) -> int:
+    """A seed torch accepts: an integer in [0, 2**63)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"a seed is an integer in [0, 2**63), got {text}")
+    return value
 
 
 def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: str = "") -> list[str]:
@@ -76,7 +87,7 @@ def build_parser() -> Parser:
     train.add_argument("--task", choices=("vit-digits", "caption-shapes", "caption-digits"),
                        help="vit-digits: a Vision Transformer on scikit-learn's digits; caption-shapes / caption-digits: "
                             "a ViT encoder + a decoder with cross-attention, captioning generated scenes")
-    train.add_argument("--upscale", type=int, default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
+    train.add_argument("--upscale", type=int, choices=(1, 2, 4), default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
     train.add_argument("--patch-size", type=int, help="--task vit-digits: patch side in pixels (default 2 x upscale)")
     train.add_argument("--pool", choices=("cls", "mean"), help="--task vit-digits: class token (default) or mean of the patches")
     train.add_argument("--n-layer-encoder", type=int, help="--task caption-*: the ViT encoder's layers (default 2)")
@@ -106,7 +117,7 @@ def build_parser() -> Parser:
     sample.add_argument("--min-p", type=float)
     sample.add_argument("--repetition-penalty", type=float)
     sample.add_argument("--num-samples", type=int, default=1)
-    sample.add_argument("--seed", type=int, help="makes the samples reproducible")
+    sample.add_argument("--seed", type=_seed, help="makes the samples reproducible")
     sample.add_argument("--no-cache", action="store_true", help="recompute the whole context every step")
     sample.add_argument("--unknown", choices=("error", "replace"), default="error",
                         help="characters the tokenizer never saw: error, or replace them with a space")
@@ -119,7 +130,7 @@ def build_parser() -> Parser:
                         help="the regression rungs on synthetic data with a known E[y|x], instead of the sequence rungs")
     ladder.add_argument("--images", choices=("digits",),
                         help="softmax regression, an MLP and a ViT on scikit-learn's digits, instead of the sequence rungs")
-    ladder.add_argument("--upscale", type=int, default=1, help="with --images: enlarge the images 2x or 4x (default 1)")
+    ladder.add_argument("--upscale", type=int, choices=(1, 2, 4), default=1, help="with --images: enlarge the images 2x or 4x (default 1)")
     ladder.add_argument("--rungs", help="comma-separated subset (default: unigram,ngram,bigram,mlp,rnn,lstm,gru,transformer)")
     ladder.add_argument("--steps", type=int, help="optimizer steps per rung (default: 1500; 5000 for --lines)")
     ladder.add_argument("--minutes", type=float, help="also stop each rung after this many minutes")
@@ -127,7 +138,7 @@ def build_parser() -> Parser:
     ladder.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
     ladder.add_argument("--out", default="runs/ladder", help="report folder (default runs/ladder)")
     ladder.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
-    ladder.add_argument("--seed", type=int, default=1337)
+    ladder.add_argument("--seed", type=_seed, default=1337)
     ladder.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     ladder.add_argument("--no-progress", action="store_true")
 
@@ -167,7 +178,7 @@ def build_parser() -> Parser:
     xp.add_argument("name", help="an experiment name (see the list below), or all")
     xp.add_argument("--quick", action="store_true", help="seconds on a CPU, fixed seeds (what the tests run)")
     xp.add_argument("--out", help="report folder (default runs/experiments[/NAME])")
-    xp.add_argument("--seed", type=int, default=0)
+    xp.add_argument("--seed", type=_seed, default=0)
     xp.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
     xp.add_argument("--no-progress", action="store_true")
 
@@ -296,12 +307,17 @@ def run(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from redthread.train.distributed import Terminated
+
     args = build_parser().parse_args(argv)
     try:
         run(args)
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

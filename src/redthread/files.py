@@ -1,31 +1,112 @@
-"""Atomic file writes: a temporary file in the same folder, flushed to disk, then renamed into
-place, so an interrupted write never leaves a half-written file, and never clobbers a good one."""
+"""Safe file writes: atomic replacement, and the checks that run before any compute is spent.
+
+`atomic_write` writes a temporary file in the same folder, flushes it to disk, then renames it
+into place, so an interrupted write never leaves a half-written file and never clobbers a good
+one. A write that fails (a full disk, a read-only or unwritable folder) is one `RedthreadError`
+line naming the file and the reason; the temporary file is removed and the old file is untouched.
+`check_writable` and `check_free_space` find the same faults before a command starts its work.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from safetensors import SafetensorError
+
+from redthread.errors import RedthreadError
 
 _UMASK = os.umask(0)  # read the process's umask (the only way is to set it) ...
 os.umask(_UMASK)  # ... and put it back
 
 
+def reason(error: BaseException) -> str:
+    """The operating system's words for a failed write or read ("No space left on device")."""
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    found = re.search(r'message: "([^"]+)"', str(error))  # safetensors wraps the io::Error of Rust
+    return found.group(1) if found else (str(error).splitlines() or ["unknown error"])[0]
+
+
 def atomic_write(path: Path, write) -> None:
-    """Call write(tmp_path), then rename tmp_path onto path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    """Call write(tmp_path), then rename tmp_path onto path; a failed write is a one-line error."""
+    path = Path(path)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         write(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; give them the usual permissions
         os.replace(tmp, path)
+    except (OSError, SafetensorError) as e:
+        _remove(tmp)
+        raise RedthreadError(f"cannot write {path}: {reason(e)}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        _remove(tmp)
         raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def _remove(tmp: str | None) -> None:
+    if tmp is not None:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def temporary_files(folder: Path, names: Iterable[str]) -> list[Path]:
+    """The temporary files `atomic_write` leaves behind for `names` when a process dies mid-write."""
+    if not folder.is_dir():
+        return []
+    return [p for name in names for p in folder.glob(f".{glob_escape(name)}.*.tmp") if p.is_file()]
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
+def check_writable(folder: Path, what: str = "output folder") -> None:
+    """Write a file in `folder` (or, while it does not exist, in the nearest folder above it that
+    does): a read-only, full or forbidden place is a one-line error now, before any compute is
+    spent, not a traceback after it. Nothing is created."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise RedthreadError(f"{what} {folder} exists and is not a folder")
+    probe = folder.absolute()
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise RedthreadError(f"cannot make the {what} {folder}: {probe} is a file")
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".redthread-write-check.", suffix=".tmp") as f:
+            f.write(b"x")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise RedthreadError(f"cannot write to the {what} {folder}: {reason(e)}") from None
+
+
+def check_free_space(folder: Path, needed: int, what: str) -> None:
+    """Refuse to start when the disk holding `folder` has less room than `needed` bytes."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # no answer from the file system: the write itself will report
+    if free < needed:
+        raise RedthreadError(f"not enough disk space in {folder} for {what}: {_size(needed)} needed, {_size(free)} free")
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"

@@ -39,7 +39,7 @@ def test_train_vit_digits_upscaled_uses_larger_patches(tmp_path):
 
 @pytest.mark.parametrize("args,needles", [
     (["--patch-size", "3"], ["patch_size 3 does not divide the image size 8"]),
-    (["--upscale", "0"], ["upscale must be a positive integer"]),
+    (["--upscale", "0"], ["--upscale", "choose from 1, 2, 4"]),
     (["--block-size", "16"], ["--block-size is not a ViT setting"]),
     (["--pos", "rope"], ["pos must be one of learned, sinusoidal2d"]),
     (["--data", "x.txt"], ["drop --data"]),

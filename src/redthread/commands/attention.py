@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write_text
+from redthread.files import atomic_write_text, check_writable
 from redthread.serve.probe import (
     PRONOUNS,
     contrast_report,
@@ -30,6 +30,7 @@ def _fresh(path: Path, overwrite: bool) -> Path:
         raise RedthreadError(f"{path} already exists; pass --overwrite to replace it")
     if path.exists() and path.is_dir():
         raise RedthreadError(f"{path} is a folder, not a file")
+    check_writable(path.parent)  # a read-only or full place fails now, not after the model has run
     return path
 
 

@@ -126,7 +126,7 @@ def train_captioner(
 
     log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
-    check_run_dir(out, resume, overwrite)
+    folder = check_run_dir(out, resume, overwrite)
     if scenes is not None and (not isinstance(scenes, int) or scenes < 1):
         raise RedthreadError(f"--scenes must be a positive number of training scenes, got {scenes}")
     settings = {**SCENES, "n_train": scenes if scenes is not None else SCENES["n_train"], "patch_size": patch_size,
@@ -147,7 +147,12 @@ def train_captioner(
     log(f"captioner on {task}: {n_train:,} training scenes, {n_test:,} unseen test scenes, vocabulary of "
         f"{len(data.vocab)}; {model.num_params():,} parameters, {cfg.max_iters} steps")
     extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
-    result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log, extra=extra)
+    try:
+        result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log, extra=extra,
+                       publish=folder.publish if folder.replacing else None)
+    except BaseException:
+        folder.abandon()  # failed before its first checkpoint: an old run it was replacing stays
+        raise
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")

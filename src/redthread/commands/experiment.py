@@ -14,7 +14,7 @@ import torch
 
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
-from redthread.files import atomic_write_text
+from redthread.files import atomic_write_text, check_writable
 
 
 def check_out(out: Path, overwrite: bool) -> None:
@@ -22,6 +22,7 @@ def check_out(out: Path, overwrite: bool) -> None:
         raise RedthreadError(f"--out {out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise RedthreadError(f"{out} already holds a report; pass --overwrite to replace it")
+    check_writable(out)  # a read-only or full place fails now, not after the experiment has run
 
 
 def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:

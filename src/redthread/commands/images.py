@@ -82,7 +82,7 @@ def train_vit_digits(
 
     log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
-    check_run_dir(out, resume, overwrite)
+    folder = check_run_dir(out, resume, overwrite)
     data = load_digits(upscale=upscale)
     cfg_model = vit_config(data, upscale, model_fields or {})
     cfg = TrainConfig(**{**VIT_TRAIN, "eval_interval": 250, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
@@ -90,8 +90,13 @@ def train_vit_digits(
     model = ViT(cfg_model)
     log(f"ViT on digits ({data.image_size}x{data.image_size}, {cfg_model.n_patches} patches of "
         f"{cfg_model.patch_size}x{cfg_model.patch_size}): {model.num_params():,} parameters, {cfg.max_iters} steps")
-    result = train(model, data, cfg, run_dir=out, resume=resume, progress=progress, log=log,
-                   extra={"task": "vit-digits", "upscale": upscale})
+    try:
+        result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log,
+                       extra={"task": "vit-digits", "upscale": upscale},
+                       publish=folder.publish if folder.replacing else None)
+    except BaseException:
+        folder.abandon()  # failed before its first checkpoint: an old run it was replacing stays
+        raise
     scores = {**score(model, data), "steps": result.step, "train_seconds": result.elapsed, "upscale": upscale}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")

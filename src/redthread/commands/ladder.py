@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write, atomic_write_text
+from redthread.files import atomic_write, atomic_write_text, check_writable
 from redthread.models.registry import RUNGS, build_model
 from redthread.train.calibration import Calibration, calibration, plot_reliability
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -373,6 +373,7 @@ def check_out(out: Path, overwrite: bool) -> None:
     holds = out.is_dir() and (any((out / f).exists() for f in REPORT_FILES) or (out / "rungs").exists())
     if holds and not overwrite:
         raise RedthreadError(f"output folder {out} already holds a ladder report: pass --overwrite to replace it")
+    check_writable(out)  # a read-only or full place fails now, not after the rungs have trained
     if holds:
         for f in REPORT_FILES:
             (out / f).unlink(missing_ok=True)

@@ -3,8 +3,10 @@
 corpus -> split (no leakage) -> tokenizer -> token ids (cached, memory-mapped) -> model ->
 the training loop -> a run folder holding checkpoint.safetensors, config.json,
 tokenizer.json, metrics.jsonl and loss.png. A folder that already holds a run is never
-touched unless asked: `resume=True` continues it, `overwrite=True` replaces it. Started by
-torchrun, every process runs this; only rank 0 logs and writes (`train/distributed.py`).
+touched unless asked: `resume=True` continues it, `overwrite=True` replaces it, and then only
+once the new run has saved its first checkpoint (`train/run_folder.py`): every input is checked
+and the model built before anything saved is touched. Started by torchrun, every process runs
+this; only rank 0 logs and writes (`train/distributed.py`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ from redthread.data.tokenizers import train_tokenizer
 from redthread.errors import RedthreadError
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train import distributed
-from redthread.train.checkpoint import FILENAME, read_checkpoint
-from redthread.train.loop import TrainConfig, TrainResult, evaluate, train
-
-RUN_FILES = (FILENAME, "config.json", "tokenizer.json", "metrics.jsonl", "loss.png", "summary.json")
-
+from redthread.files import check_free_space
+from redthread.train.checkpoint import read_checkpoint
+from redthread.train.loop import TrainConfig, TrainResult, evaluate, resolve_device, train
+from redthread.train.run_folder import RunFolder
 
 @dataclass
 class TrainedRun:
@@ -38,20 +39,16 @@ class TrainedRun:
     final: dict  # full-split validation: nll, ppl, bpc
 
 
-def check_run_dir(out: Path, resume: bool, overwrite: bool) -> None:
-    """Refuse to clobber a run; remove the old one only when `overwrite` says so."""
-    if resume and overwrite:
-        raise RedthreadError("--resume and --overwrite contradict each other: pick one")
-    if out.exists() and not out.is_dir():
-        raise RedthreadError(f"output path {out} exists and is not a folder")
-    holds_run = out.is_dir() and any((out / f).exists() for f in RUN_FILES)
-    if resume and not (out / FILENAME).is_file():
-        raise RedthreadError(f"nothing to resume: no {FILENAME} in {out}")
-    if holds_run and not resume:
-        if not overwrite:
-            raise RedthreadError(f"output folder {out} already holds a run: pass --resume to continue it or --overwrite to replace it")
-        for f in RUN_FILES if distributed.is_main() else ():  # under torchrun, rank 0 alone clears the folder
-            (out / f).unlink(missing_ok=True)
+def check_run_dir(out: Path, resume: bool, overwrite: bool) -> RunFolder:
+    """Refuse to clobber a run; with `overwrite`, stage the new run beside the old one (train/run_folder.py)."""
+    return RunFolder(out, resume, overwrite)
+
+
+def check_disk(folder: Path, model: torch.nn.Module) -> None:
+    """Room for a checkpoint: weights and AdamW's two moments, written beside the old file before it is replaced."""
+    nbytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
+    if distributed.is_main():
+        check_free_space(folder, int(nbytes * 1.1) + 2**20, "a checkpoint of this model")
 
 
 def load_data(data: str | None, tokenizer_kind: str, vocab_size: int | None, tokenizer=None) -> tuple[LMData, object]:
@@ -89,7 +86,16 @@ def train_language_model(
     log: Callable[[str], None] = lambda s: None,
 ) -> TrainedRun:
     out = Path(out)
-    check_run_dir(out, resume, overwrite)
+    folder = check_run_dir(out, resume, overwrite)
+    try:
+        return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log)
+    except BaseException:
+        folder.abandon()  # a replacing run that failed before its first checkpoint: the old run stays as it was
+        raise
+
+
+def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log) -> TrainedRun:
+    out = folder.out
     log = log if distributed.is_main() else lambda s: None
     model_overrides, train_overrides = dict(model_overrides or {}), dict(train_overrides or {})
 
@@ -104,16 +110,18 @@ def train_language_model(
         data, extra = saved_data, ckpt.extra
         train_cfg = TrainConfig.from_dict({**(ckpt.train_config or {}), **train_overrides})
 
+    resolve_device(train_cfg.device)  # an unusable device fails before the data are read
     lm_data, tokenizer = load_data(data, tokenizer_kind, vocab_size, tokenizer)
     cfg = resolve_model_config(model_overrides, tokenizer.vocab_size, saved_model_cfg)
     lm_data.block_size = cfg.block_size
     lm_data.check_lengths()
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
     model = TransformerLM(cfg)
+    check_disk(folder.write_dir, model)
     log(f"model: {model.num_params():,} parameters (without embeddings); {cfg.n_layer} layers, "
         f"{cfg.n_head} heads, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
 
-    result = train(model, lm_data, train_cfg, run_dir=out, tokenizer=tokenizer, resume=resume,
-                   progress=progress, log=log, extra=extra)
+    result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=resume,
+                   progress=progress, log=log, extra=extra, publish=folder.publish if folder.replacing else None)
     final = evaluate(model, lm_data, "val", batch_size=64)  # every validation token, once
     return TrainedRun(out, model, tokenizer, lm_data, result, final)

@@ -37,7 +37,7 @@ from redthread.data.pretrained_tokenizer import FILENAME as TOKENIZER_FILE
 from redthread.data.pretrained_tokenizer import hf_tokenizer_json
 from redthread.data.tokenizers import Tokenizer
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write, atomic_write_text
+from redthread.files import atomic_write, atomic_write_text, check_writable
 from redthread.models.registry import load_weights
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
 
@@ -285,6 +285,7 @@ def export_gpt2(
         raise RedthreadError(f"cannot export to {folder}: it is a file")
     if folder.is_dir() and any(folder.iterdir()) and not overwrite:
         raise RedthreadError(f"{folder} is not empty: pass overwrite=True to replace its files")
+    check_writable(folder, "export folder")
     if tokenizer is not None and tokenizer.vocab_size > cfg.vocab_size:
         raise RedthreadError(f"the tokenizer has {tokenizer.vocab_size} tokens, the model only {cfg.vocab_size}")
     tokenizer_json = None if tokenizer is None else hf_tokenizer_json(tokenizer)

@@ -91,6 +91,15 @@ def average(t: Tensor) -> Tensor:
     return t / world_size()
 
 
+def maximum(t: Tensor) -> Tensor:
+    """The maximum of `t` over ranks (e.g. the first diverged step any rank saw); `t` itself in one process."""
+    if world_size() == 1:
+        return t
+    t = t.clone()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t
+
+
 def any_rank(*flags: bool) -> tuple[bool, ...]:
     """For each flag, whether it holds on any rank: decisions every rank must take together (a time
     budget, a stop signal), in one all-reduce."""
@@ -101,6 +110,10 @@ def any_rank(*flags: bool) -> tuple[bool, ...]:
     return tuple(bool(f) for f in t.tolist())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM in one process: stop like Ctrl-C (the loop saves the last completed step), exit 143."""
+
+
 class StopSignals:
     """Under torchrun, SIGINT and SIGTERM ask every rank to stop at the end of the current step.
 
@@ -108,21 +121,30 @@ class StopSignals:
     same signal to every worker and kills them 30 s later. A worker that raised KeyboardInterrupt at
     once would leave the others waiting inside a collective, and nothing would be saved. So the
     handler only notes the signal; the loop asks `any_rank(stop.seen)` after each step, and the
-    ranks save that step together and stop. A second SIGINT stops at once. In one process (or off
-    the main thread) nothing is installed: Ctrl-C raises KeyboardInterrupt as usual.
+    ranks save that step together and stop. A second SIGINT stops at once. In one process Ctrl-C
+    raises KeyboardInterrupt as usual, and SIGTERM (a scheduler's or `kill`'s stop) raises
+    `Terminated`, a KeyboardInterrupt, so both save the last step. Off the main thread nothing is
+    installed.
     """
 
     def __init__(self):
         self.seen = False
         self.previous = {}
-        if world_size() > 1 and threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if world_size() > 1:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self.previous[sig] = signal.signal(sig, self._note)
+        else:
+            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._terminate)
 
     def _note(self, signum, frame) -> None:
         if self.seen and signum == signal.SIGINT:
             raise KeyboardInterrupt  # asked twice: stop now
         self.seen = True
+
+    def _terminate(self, signum, frame) -> None:
+        raise Terminated
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():

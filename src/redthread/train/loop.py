@@ -55,6 +55,17 @@ class DataSource(Protocol):
     def tokens_per_char(self, split: str) -> float | None: ...
 
 
+MAX_SEED = 2**63 - 2**16  # torch seeds are 64-bit; rank r seeds its generator with seed + r
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     max_iters: int = 2000
@@ -80,23 +91,34 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
                 raise RedthreadError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.warmup_iters < 0 or self.eval_batches < 1:
-            raise RedthreadError("warmup_iters must be >= 0 and eval_batches >= 1")
+        for name in ("warmup_iters", "eval_batches"):
+            if not _is_int(getattr(self, name)) or getattr(self, name) < (name == "eval_batches"):
+                raise RedthreadError(f"{name} must be an integer >= {int(name == 'eval_batches')}, got {getattr(self, name)!r}")
+        for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip"):
+            if not _is_finite(getattr(self, name)):
+                raise RedthreadError(f"{name} must be a finite number, got {getattr(self, name)!r}")
         if not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
             raise RedthreadError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
         if self.grad_clip < 0 or self.weight_decay < 0:
-            raise RedthreadError("grad_clip and weight_decay must be >= 0")
-        if self.max_time is not None and not self.max_time > 0:
+            raise RedthreadError(f"grad_clip and weight_decay must be >= 0, got {self.grad_clip} and {self.weight_decay}")
+        for name in ("beta1", "beta2"):  # AdamW's moment decay rates
+            if not 0 <= getattr(self, name) < 1:
+                raise RedthreadError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if not _is_int(self.seed) or not 0 <= self.seed < MAX_SEED:
+            raise RedthreadError(f"seed must be an integer in [0, 2**63 - 2**16), got {self.seed!r}")
+        if self.max_time is not None and not (_is_finite(self.max_time) and self.max_time > 0):
             raise RedthreadError(f"max_time must be a positive number of seconds, got {self.max_time}")
         if self.precision not in PRECISIONS:
             raise RedthreadError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
         for name in ("compile", "activation_checkpointing"):
             if not isinstance(getattr(self, name), bool):
                 raise RedthreadError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if self.peak_flops is not None and not (isinstance(self.peak_flops, (int, float)) and 0 < self.peak_flops < math.inf):
+        if self.peak_flops is not None and not (_is_finite(self.peak_flops) and self.peak_flops > 0):
             raise RedthreadError(f"peak_flops must be a positive number of FLOP/s, got {self.peak_flops!r}")
+        if not isinstance(self.device, str):
+            raise RedthreadError(f"device must be a name (auto, cpu, cuda, cuda:N), got {self.device!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -116,15 +138,24 @@ class TrainResult:
     tokens_per_s: float
 
 
+DEVICE_TYPES = ("cpu", "cuda", "mps")  # where a model can train and run; "meta" and others hold no data
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
-    except RuntimeError:
-        raise RedthreadError(f"unknown device {name!r}") from None
+    except (RuntimeError, TypeError):
+        raise RedthreadError(f"unknown device {name!r}: use auto, cpu or cuda") from None
+    if device.type not in DEVICE_TYPES:
+        raise RedthreadError(f"device {name!r} cannot run a model: use auto, cpu or cuda")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise RedthreadError("device mps requested but this machine has no Apple GPU")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RedthreadError("device cuda requested but no CUDA GPU is available")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise RedthreadError(f"device {name} requested but this machine has {torch.cuda.device_count()} GPU(s)")
     return device
 
 
@@ -226,11 +257,19 @@ def train(
     progress: Any = True,
     log: Callable[[str], None] | None = None,
     extra: dict | None = None,
+    publish: Callable[[], Path] | None = None,
 ) -> TrainResult:
     """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
 
     Count rungs (a `count(x, y)` method and no trainable parameters) have their maximum-likelihood
     estimate in closed form: they are fitted by counting every training example once instead.
+
+    `publish`, when given, is called once right after the first checkpoint is saved and returns
+    the folder to write to from then on: a run that replaces another trains in a folder beside
+    it and swaps it in only then (`train/run_folder.py`), so the old run survives any earlier error.
+
+    A loss or gradient norm that is not finite stops training with a one-line error naming the
+    step; weights that are not finite are never saved, so the last good checkpoint is kept.
     """
     if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
         return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
@@ -260,10 +299,10 @@ def train(
             scaler.load_state_dict(ckpt.extra["grad_scaler"])
         _restore_rng(distributed.own_rng(ckpt.rng), generator)
         step = ckpt.step
-        _truncate_metrics(metrics_path, step)
+        _truncate_metrics(metrics_path, step, log)
     elif metrics_path is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
-        metrics_path.write_text("")
+        atomic_write_text(metrics_path, "")
 
     forward_model, compile_message = compile_model(model, device) if cfg.compile else (model, None)
     if log:
@@ -283,14 +322,38 @@ def train(
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
     last_loss, val_nll = float("nan"), None
+    # the first step whose loss or gradient norm was not finite (-1: none yet), kept on the device so
+    # that watching costs no host-device sync; read where the loop syncs anyway
+    diverged_at = torch.full((), -1, dtype=torch.int64, device=device)
+    saved_step = step if resume else None
+
+    def check_finite() -> None:
+        """Stop, naming the step, once the loss, a gradient norm or a weight is not finite."""
+        bad = int(distributed.maximum(diverged_at).item())
+        if bad < 0 and _all_finite(model):
+            return
+        where = f"at step {bad}" if bad >= 0 else f"by step {step}"
+        kept = f"the last good checkpoint (step {saved_step}) is kept" if saved_step is not None else "nothing was saved"
+        raise RedthreadError(f"training diverged {where}: the loss or a gradient is not finite, most likely because "
+                             f"the learning rate ({cfg.lr:g}) is too high; {kept}")
 
     def checkpoint(rng: dict[str, Tensor] | None = None) -> None:
+        nonlocal run_dir, metrics_path, saved_step, publish
         if run_dir is not None:
+            check_finite()  # never write weights that are not finite
             rng = distributed.gather_rng(rng or _rng_state(generator))  # every rank takes part
             if main:
                 state = {**extra, "grad_scaler": scaler.state_dict()} if scaler.is_enabled() else extra
-                save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, state)
+                try:
+                    save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, state)
+                except RedthreadError as e:
+                    kept = f"; the last good checkpoint (step {saved_step}) is kept" if saved_step is not None else ""
+                    raise RedthreadError(f"{e}{kept}") from None
                 plot_loss_curve(metrics_path, run_dir / "loss.png")
+            saved_step = step
+            if publish is not None:  # a replacing run: its folder takes the old run's place now
+                run_dir, publish = publish(), None
+                metrics_path = run_dir / "metrics.jsonl" if main else None
 
     restore_blocks = checkpoint_blocks(model) if cfg.activation_checkpointing else None  # before the first (traced) forward
     stop = distributed.StopSignals()  # under torchrun: Ctrl-C stops every rank after the step, saved
@@ -313,9 +376,13 @@ def train(
             if peak is not None and flops_per_token is None:
                 flops_per_token = model_flops_per_token(model, x.shape[-1])
             updating = True
+            finite = torch.isfinite(loss_acc)  # the loss summed since the last log: stays non-finite once it is
             if cfg.grad_clip > 0:
                 scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                if not scaler.is_enabled():  # fp16: an overflowed gradient is the loss scale's to handle (step skipped)
+                    finite = finite & torch.isfinite(norm)
+            diverged_at = torch.where(finite | (diverged_at >= 0), diverged_at, step + 1)  # no sync
             scaler.step(optimizer)  # fp16: skipped when a gradient overflowed, and the scale backs off
             scaler.update()
             optimizer.zero_grad(set_to_none=True)
@@ -325,6 +392,8 @@ def train(
 
             if step % cfg.log_interval == 0 or step == cfg.max_iters:
                 last_loss = distributed.average(loss_acc).item() / steps_since_log  # the only host-device sync of a step
+                if not math.isfinite(last_loss) or distributed.maximum(diverged_at).item() >= 0:  # same on every rank
+                    check_finite()
                 loss_acc.zero_()
                 steps_since_log = 0
                 now = time.perf_counter()
@@ -411,21 +480,75 @@ def _speed_report(precision: str, device: torch.device, tf32: bool, cfg: TrainCo
 
 
 def _write_metrics(path: Path | None, row: dict) -> None:
+    """Append one row: opened, written and closed per row, so a crash loses at most the row being written."""
     if path is not None:
-        with open(path, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        except OSError as e:
+            raise RedthreadError(f"cannot append to {path}: {e.strerror or e}") from None
 
 
-def _truncate_metrics(path: Path | None, step: int) -> None:
-    """On resume, drop rows logged after the checkpoint: they will be logged again."""
+def _truncate_metrics(path: Path | None, step: int, log: Callable[[str], None] | None = None) -> None:
+    """On resume, drop rows logged after the checkpoint (they will be logged again) and a torn last row."""
     if path is None or not path.exists():
         return
-    rows = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
-    atomic_write_text(path, "".join(r + "\n" for r in rows))
+    rows, torn = _parse_metrics(path)
+    if torn and log:
+        log(f"{path}: dropped its last line, cut short by an interrupted write; the rows before it are kept")
+    kept = [json.dumps(r) + "\n" for r in rows if r["step"] <= step]
+    atomic_write_text(path, "".join(kept))
+
+
+def _parse_metrics(path: Path) -> tuple[list[dict], bool]:
+    """The rows of a metrics file, and whether its last line was torn (no newline, not a whole row).
+
+    A torn last line is what a crash or a full disk leaves mid-append; anything else that is not a
+    row (bytes that are not UTF-8, a bad line before the last) is a one-line error naming the file.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise RedthreadError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RedthreadError(f"{path} is not UTF-8 text (bad byte at offset {e.start}): move it aside to go on "
+                             f"without the old metrics") from None
+    lines = text.split("\n")  # the last item is "" when the file ends with a newline
+    rows, torn = [], False
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        row = _metrics_row(line)
+        if row is None and number == len(lines):  # no newline after it: cut short
+            torn = True
+        elif row is None:
+            raise RedthreadError(f"{path}, line {number}: not a metrics row (a JSON object with an integer step): "
+                                 f"move the file aside to go on without the old metrics")
+        else:
+            rows.append(row)
+    return rows, torn
+
+
+def _metrics_row(line: str) -> dict | None:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    ok = isinstance(row, dict) and isinstance(row.get("step"), int) and not isinstance(row["step"], bool)
+    return row if ok else None
+
+
+def _all_finite(model: nn.Module) -> bool:
+    """Whether every parameter is finite, in one host-device sync."""
+    params = [p.detach() for p in model.parameters()]
+    return not params or bool(torch.stack([torch.isfinite(p).all() for p in params]).all())
 
 
 def read_metrics(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """The rows of a run's metrics.jsonl (a torn last line, left by an interrupted write, is skipped)."""
+    return _parse_metrics(Path(path))[0]
 
 
 def plot_loss_curve(metrics_path: Path | None, out: Path) -> None:
