@@ -32,6 +32,7 @@ from common import CONFIG_A, environment, make_redthread, median, spread, write_
 
 from redthread.data.dataset import TokenSplit
 from redthread.data.lm import LMData
+from redthread.train import distributed
 from redthread.train.loop import TrainConfig, train
 
 
@@ -54,6 +55,9 @@ def _rank(rank: int, world: int, port: int, steps: int, batch_size: int, out: st
     result = train(model, data, cfg, progress=False)
     if rank == 0:
         Path(out).write_text(json.dumps({"tokens_per_s": result.tokens_per_s}))
+    if world > 1:  # leave together: a rank that exits with the group alive can abort in gloo's threads at exit
+        torch.distributed.barrier()
+        distributed.shutdown()
 
 
 def tokens_per_s(world: int, steps: int, batch_size: int, tries: int = 2) -> float:
@@ -63,7 +67,7 @@ def tokens_per_s(world: int, steps: int, batch_size: int, tries: int = 2) -> flo
             try:  # the free port is only known free when asked: another process may take it before rank 0 listens
                 mp.spawn(_rank, args=(world, _free_port(), steps, batch_size, out), nprocs=world, join=True)
                 break
-            except mp.ProcessRaisedException as e:
+            except (mp.ProcessRaisedException, mp.ProcessExitedException) as e:
                 if attempt == tries:
                     raise
                 print(f"a process failed ({str(e).strip().splitlines()[-1]}); once more, on another port", file=sys.stderr)

@@ -168,6 +168,9 @@ def build_parser() -> Parser:
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--max-chars", type=int, default=2000, help="the longest text accepted (default 2000)")
     srv.add_argument("--device", default="cpu")
+    srv.add_argument("--workers", type=int, help="requests that run a model at once (default 2)")
+    srv.add_argument("--queue", type=int, help="requests that may wait for a worker; more get 503 (default 16)")
+    srv.add_argument("--time-limit", type=float, help="seconds a request may take before it gets 504 (default 60)")
 
     exp = sub.add_parser("export", help="write a Transformer run as a Hugging Face GPT-2 folder")
     exp.add_argument("--checkpoint", required=True, help="a TransformerLM run folder or its checkpoint.safetensors")
@@ -282,7 +285,8 @@ def run(args) -> None:
     elif args.command == "serve":
         from redthread.commands.serve import serve_command
 
-        serve_command(args.runs, args.host, args.port, args.max_chars, args.device)
+        serve_command(args.runs, args.host, args.port, args.max_chars, args.device,
+                      workers=args.workers, queue=args.queue, time_limit=args.time_limit)
     elif args.command == "export":
         from redthread.interop.huggingface import export_gpt2
         from redthread.models.transformer import TransformerLM

@@ -1,9 +1,17 @@
 """Corpora: the default Shakespeare corpus, user files and their errors, the train/validation split."""
 
+import os
+import socket
+
 import pytest
 
 from redthread.data import Corpus, load_corpus, split_corpus
+from redthread.data import corpus as corpus_module
+from redthread.data.corpus import scan_corpus, split_point
 from redthread.errors import RedthreadError
+
+# \r\n pairs, a lone \r, 2-, 3- and 4-byte characters: every kind of border a block can cut
+AWKWARD = "\ufeffline one\r\nzwei — drei\r\n\r\nvier\rfünf 東京 🎉🚀 𝔘𝔫𝔦\r\n\tend\r\n"
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +105,83 @@ def test_load_corpus_non_utf8_names_path_and_offset(tmp_path):
         load_corpus(path)
     message = str(info.value)
     assert str(path) in message and "offset 7" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 7, 64])
+def test_scan_and_chunks_stream_the_same_text_as_load_corpus(tmp_path, monkeypatch, block):
+    path = tmp_path / "awkward.txt"
+    path.write_bytes((AWKWARD + AWKWARD.removeprefix("\ufeff") * 3).encode())
+    text = load_corpus(path).text
+    assert text.startswith("line one\n") and "\r\n" not in text and "\r" in text  # BOM gone, pairs folded
+    monkeypatch.setattr(corpus_module, "READ_BYTES", block)
+    scanned = scan_corpus(path)
+    assert scanned.n_chars == len(text) and scanned.alphabet == "".join(sorted(set(text)))
+    assert scanned.name == "awkward" and len(scanned.marks) > 1
+    assert "".join(scanned.chunks()) == text
+    for start, stop in ((0, 5), (3, 40), (17, len(text)), (len(text) - 1, None), (10, 10), (50, 20)):
+        assert "".join(scanned.chunks(start, stop)) == text[start:stop], (start, stop)
+    cut = split_point(len(text))
+    assert ("".join(scanned.chunks(0, cut)), "".join(scanned.chunks(cut))) == split_corpus(Corpus("x", (text,)))
+
+
+def test_scan_checksum_is_of_the_file_bytes(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("same text\n")
+    b.write_text("same text\n")
+    assert scan_corpus(a).digest == scan_corpus(b).digest
+    b.write_text("other text\n")
+    assert scan_corpus(a).digest != scan_corpus(b).digest
+
+
+@pytest.mark.parametrize("block", [3, 4096])
+def test_scan_non_utf8_names_the_absolute_byte_offset(tmp_path, monkeypatch, block):
+    path = tmp_path / "late.txt"
+    path.write_bytes("é".encode() * 20 + b"abc\xff" + b"more\n")  # the bad byte at offset 43
+    monkeypatch.setattr(corpus_module, "READ_BYTES", block)
+    for read in (scan_corpus, load_corpus):
+        with pytest.raises(RedthreadError, match="offset 43") as info:
+            read(path)
+        assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\n", b"\xef\xbb\xbf \r\n"])
+def test_scan_empty_file_names_path(tmp_path, content):
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    with pytest.raises(RedthreadError, match="empty"):
+        scan_corpus(path)
+
+
+def test_scan_missing_file_and_directory(tmp_path):
+    with pytest.raises(RedthreadError, match="not found"):
+        scan_corpus(tmp_path / "nope.txt")
+    with pytest.raises(RedthreadError, match="directory"):
+        scan_corpus(tmp_path)
+
+
+def test_fifo_is_refused_without_opening_it(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    for read in (scan_corpus, load_corpus):
+        with pytest.raises(RedthreadError, match="FIFO") as info:
+            read(fifo)
+        assert str(fifo) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_devices_and_sockets_are_refused(tmp_path):
+    with pytest.raises(RedthreadError, match="character device"):
+        scan_corpus("/dev/zero")
+    with pytest.raises(RedthreadError, match="character device"):
+        load_corpus("/dev/urandom")
+    path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(RedthreadError, match="socket"):
+            scan_corpus(path)
+
+
+def test_a_symlink_to_a_device_is_refused(tmp_path):
+    link = tmp_path / "data.txt"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(RedthreadError, match="character device"):
+        scan_corpus(link)

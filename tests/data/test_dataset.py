@@ -90,3 +90,90 @@ def test_iter_eval_windows_scores_every_token_once(n, block_size, batch_size):
     assert len(targets) == count_eval_tokens(split)
     partial = [s for s in shapes if s[1] < block_size]
     assert len(partial) <= 1 and (not partial or partial[0][0] == 1 and shapes[-1] == partial[0])
+
+
+FILE_TEXT = "First Citizen:\r\nBefore we proceed — any further, hear me speak. 東京 🎉\r\n\r\nAll:\nSpeak, speak.\n" * 40
+
+
+@pytest.fixture()
+def small_blocks(monkeypatch):
+    from redthread.data import corpus as corpus_module
+    from redthread.data import tokenizers as tokenizers_module
+
+    monkeypatch.setattr(corpus_module, "READ_BYTES", 97)  # many blocks, borders inside characters and \r\n pairs
+    monkeypatch.setattr(tokenizers_module, "BPE_CHUNK_CHARS", 50)
+    monkeypatch.setattr(tokenizers_module, "BPE_BATCH_PIECES", 3)
+
+
+@pytest.mark.parametrize("kind, vocab_size", [("char", None), ("bpe", 300)])
+def test_prepare_file_splits_streams_to_the_same_splits_as_the_text(tmp_path, small_blocks, kind, vocab_size):
+    from redthread.data import load_corpus, split_corpus, train_tokenizer
+    from redthread.data.dataset import prepare_file_splits
+
+    path = tmp_path / "play.txt"
+    path.write_bytes(FILE_TEXT.encode())
+    corpus = load_corpus(path)
+    train_text, val_text = split_corpus(corpus)
+    expected_tok = train_tokenizer(kind, corpus.text if kind == "char" else train_text, vocab_size)
+
+    train, val, tok = prepare_file_splits(path, kind, vocab_size, cache_dir=tmp_path / "cache")
+    assert tok.to_json() == expected_tok.to_json()
+    assert isinstance(train.tokens, np.memmap)
+    np.testing.assert_array_equal(train.tokens, tok.encode_array(train_text))
+    np.testing.assert_array_equal(val.tokens, tok.encode_array(val_text))
+    assert (train.n_chars, val.n_chars, train.name, val.name) == (len(train_text), len(val_text), "train", "validation")
+    assert not list((tmp_path / "cache").glob("*.tmp"))
+
+    # a second run reuses both cache files: nothing is encoded again
+    def fail(pieces):
+        raise AssertionError("re-encoded a cached split")
+
+    tok.encode_stream = fail
+    train2, val2, _ = prepare_file_splits(path, kind, vocab_size, tokenizer=tok, cache_dir=tmp_path / "cache")
+    np.testing.assert_array_equal(train2.tokens, train.tokens)
+    np.testing.assert_array_equal(val2.tokens, val.tokens)
+
+
+def test_prepare_file_splits_checks_the_request_before_reading(tmp_path):
+    from redthread.data.dataset import prepare_file_splits
+
+    for kind, vocab_size, needle in (("char", 300, "BPE setting"), ("bpe", 10**9, "2\\*\\*20"), ("word", None, "unknown")):
+        with pytest.raises(RedthreadError, match=needle):
+            prepare_file_splits(tmp_path / "missing.txt", kind, vocab_size, cache_dir=tmp_path)
+
+
+def test_prepare_file_splits_with_a_foreign_tokenizer_names_unseen_characters(tmp_path):
+    from redthread.data.dataset import prepare_file_splits
+
+    path = tmp_path / "other.txt"
+    path.write_text("xyz\n" * 50)
+    with pytest.raises(RedthreadError, match="never seen"):
+        prepare_file_splits(path, tokenizer=CharTokenizer("abc\n"), cache_dir=tmp_path / "cache")
+    assert not list((tmp_path / "cache").glob("*"))  # no partial cache file left behind
+
+
+def test_reading_windows_releases_the_mapped_pages(tmp_path, monkeypatch):
+    import redthread.data.dataset as dataset
+
+    released = []
+    monkeypatch.setattr(dataset, "_advise", lambda tokens, advice: released.append(advice))
+    tok = CharTokenizer.from_text(TRAIN_TEXT + VAL_TEXT)
+    train, val = prepare_splits(TRAIN_TEXT, VAL_TEXT, tok, cache_dir=tmp_path)
+    released.clear()
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(dataset.RELEASE_EVERY):
+        get_batch(train, 2, 8, generator)
+    assert released == [dataset.mmap.MADV_DONTNEED] and train.draws == 0
+    list(iter_eval_windows(val, 4, 1))
+    assert released[1] == dataset.mmap.MADV_SEQUENTIAL and released[-1] == dataset.mmap.MADV_RANDOM
+
+
+def test_releasing_pages_keeps_the_data(tmp_path):
+    import redthread.data.dataset as dataset
+
+    tok = CharTokenizer.from_text(TRAIN_TEXT + VAL_TEXT)
+    train, _ = prepare_splits(TRAIN_TEXT, VAL_TEXT, tok, cache_dir=tmp_path)
+    before = np.array(train.tokens)
+    dataset._advise(train.tokens, dataset.mmap.MADV_DONTNEED)
+    np.testing.assert_array_equal(train.tokens, before)
+    dataset._advise(np.zeros(3), dataset.mmap.MADV_DONTNEED)  # an in-memory array: nothing to do

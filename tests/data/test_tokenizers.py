@@ -94,3 +94,64 @@ def test_train_tokenizer_rejects_unknown_kind():
 def test_encode_array_uses_smallest_dtype(bpe):
     assert CharTokenizer.from_text(TEXT).encode_array(TEXT).dtype == np.uint8
     assert bpe.encode_array(TEXT).dtype == np.uint16
+
+
+@pytest.mark.parametrize("vocab_size", [255, 2**20 + 1, 10**9, True, 300.0])
+def test_bpe_vocab_size_out_of_bounds_is_refused_before_training(vocab_size, monkeypatch):
+    monkeypatch.setattr(tokenizers_module.HFTokenizer, "train_from_iterator", None)  # never reached
+    with pytest.raises(RedthreadError, match=r"from 256 \(the bytes\) to 1,048,576"):
+        BPETokenizer.train(TEXT, vocab_size=vocab_size)
+    with pytest.raises(RedthreadError, match="1,048,576"):
+        train_tokenizer("bpe", TEXT, vocab_size)
+
+
+def test_vocab_size_for_the_char_tokenizer_is_refused():
+    with pytest.raises(RedthreadError, match="BPE setting"):
+        train_tokenizer("char", TEXT, 300)
+    tokenizers_module.check_tokenizer_request("char")
+    tokenizers_module.check_tokenizer_request("bpe", 2**20)
+    with pytest.raises(RedthreadError, match="unknown tokenizer kind"):
+        tokenizers_module.check_tokenizer_request("word")
+
+
+def split_randomly(text: str, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    cuts = sorted(rng.choice(len(text), size=min(len(text), 25), replace=False).tolist())
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encode_stream_gives_the_ids_of_the_joined_text(bpe, monkeypatch, seed):
+    monkeypatch.setattr(tokenizers_module, "BPE_CHUNK_CHARS", 16)
+    monkeypatch.setattr(tokenizers_module, "BPE_BATCH_PIECES", 2)
+    text = (TEXT + UNICODE + "\n\n\nEnd.\n   indented\n\tTab. \n") * 5
+    parts = split_randomly(text, seed)
+    assert "".join(parts) == text
+    assert np.concatenate(list(bpe.encode_stream(parts))).tolist() == bpe.encode(text)
+    char = CharTokenizer.from_text(text)
+    assert np.concatenate(list(char.encode_stream(parts))).tolist() == char.encode(text)
+    assert np.concatenate(list(bpe.encode_stream([""]))).tolist() == []
+
+
+def test_stream_pieces_cut_where_the_whole_text_is_cut(monkeypatch):
+    monkeypatch.setattr(tokenizers_module, "BPE_CHUNK_CHARS", 10)
+    text = (TEXT + UNICODE) * 4
+    whole = list(tokenizers_module._safe_chunks(text))
+    assert len(whole) > 5
+    assert list(tokenizers_module._stream_pieces(split_randomly(text, 0))) == whole
+
+
+def test_stream_without_safe_cuts_is_cut_anyway_and_round_trips(bpe, monkeypatch):
+    monkeypatch.setattr(tokenizers_module, "BPE_CHUNK_CHARS", 8)
+    monkeypatch.setattr(tokenizers_module, "BPE_MAX_CARRY", 40)
+    text = "no line breaks at all, " * 30  # no safe cut: memory must not grow with the text
+    pieces = list(tokenizers_module._stream_pieces([text[i : i + 7] for i in range(0, len(text), 7)]))
+    assert "".join(pieces) == text and max(map(len, pieces)) <= 40 + 7
+    assert bpe.decode(np.concatenate(list(bpe.encode_stream([text])))) == text
+
+
+def test_train_from_pieces_learns_the_same_merges_as_train():
+    text = (TEXT + UNICODE) * 20
+    whole = BPETokenizer.train(text, vocab_size=300)
+    streamed = BPETokenizer.train_from_pieces(split_randomly(text, 1), vocab_size=300)
+    assert streamed.to_json() == whole.to_json()

@@ -52,11 +52,42 @@ def assert_same_filter(ours, ref):
     torch.testing.assert_close(ours[kept], ref[kept], atol=1e-6, rtol=0)
 
 
+def assert_same_up_to_shift(ours, ref):
+    """Exactly the same tokens removed; the kept logits equal to HF's less each row's top (the same softmax)."""
+    assert torch.equal(torch.isneginf(ours), torch.isneginf(ref))
+    kept = ~torch.isneginf(ref)
+    shifted = ref - ref.amax(dim=-1, keepdim=True)
+    torch.testing.assert_close(ours[kept], shifted[kept], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours.softmax(-1), ref.softmax(-1), atol=1e-6, rtol=1e-5)
+
+
 @FEW
 @given(batches(), st.floats(0.05, 5.0))
 def test_temperature_matches_hf(batch, t):
     logits, idx = batch
-    assert_same_filter(Temperature(t)(logits, idx), TemperatureLogitsWarper(t)(idx, logits.clone()))
+    assert_same_up_to_shift(Temperature(t)(logits, idx), TemperatureLogitsWarper(t)(idx, logits.clone()))
+
+
+@pytest.mark.parametrize("t", [1e-308, 5e-324, 1e-45, 1e-30])
+def test_a_tiny_temperature_is_greedy_not_nan(t):
+    # logits / t overflows to inf and softmax(inf - inf) is NaN; the limit as t -> 0 is the argmax
+    g = torch.Generator().manual_seed(4)
+    logits, idx = torch.randn(6, 300, generator=g) * 5, torch.zeros(6, 1, dtype=torch.long)
+    logits[0, :3] = logits[0].max() + 1  # a three-way tie at the top shares the mass
+    probs = Temperature(t)(logits, idx).softmax(-1)
+    assert torch.isfinite(probs).all()
+    top = logits == logits.amax(dim=-1, keepdim=True)
+    torch.testing.assert_close(probs, top.float() / top.sum(-1, keepdim=True))
+    processors, greedy = build_processors(temperature=t)
+    assert not greedy
+    picked = sample_next(logits[1:], idx[1:], processors, greedy, torch.Generator().manual_seed(0))
+    assert torch.equal(picked, logits[1:].argmax(dim=-1, keepdim=True))
+
+
+def test_a_huge_temperature_is_uniform_over_the_kept_tokens():
+    logits = torch.tensor([[2.0, -1.0, float("-inf"), 0.5]])
+    probs = Temperature(1e308)(logits, torch.zeros(1, 1, dtype=torch.long)).softmax(-1)
+    torch.testing.assert_close(probs, torch.tensor([[1 / 3, 1 / 3, 0.0, 1 / 3]]))
 
 
 @FEW
@@ -187,6 +218,7 @@ def test_build_processors_skips_noops_and_greedy_keeps_penalty():
         ({"top_k": True}, "top_k", "got True"),
         ({"temperature": -1}, "temperature", "got -1"),
         ({"temperature": float("nan")}, "temperature", "got nan"),
+        ({"temperature": float("inf")}, "temperature", "got inf"),
         ({"min_p": 0}, "min_p", "got 0"),
         ({"min_p": 1.5}, "min_p", "got 1.5"),
         ({"repetition_penalty": 0}, "repetition_penalty", "got 0"),

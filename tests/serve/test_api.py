@@ -41,7 +41,12 @@ def test_models_lists_the_runs_with_attention_and_their_input(client):
     assert (models["tiny"]["source"], models["tiny"]["input"]) == ("run", "text")
     assert (models["images/captioner"]["source"], models["images/captioner"]["input"]) == ("run", "image")
     assert models["images/vit"]["input"] == "image"
-    assert "ladder/rungs/bigram" not in models and "broken" not in models  # no attention / unreadable
+    assert all(models[name]["available"] for name in ("tiny", "images/captioner", "images/vit"))
+    assert "ladder/rungs/bigram" not in models  # no attention
+    broken = models["broken"]  # a checkpoint file that does not read: listed, unavailable, with the reason
+    assert broken["available"] is False and "broken is unavailable: unreadable checkpoint" in broken["reason"]
+    r = client.post("/api/attention", json={"model": "broken", "text": TEXT})
+    assert r.status_code == 422 and r.json()["error"] == broken["reason"]
 
 
 def test_image_run_shows_a_test_scene(client):

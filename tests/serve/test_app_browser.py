@@ -287,3 +287,26 @@ def test_app_without_models_says_how_to_train_one(browser, server):
         assert page.is_visible("#no-models") and page.is_disabled("#run-button") and page.is_disabled("#model-select")
     finally:
         context.close()
+
+
+def test_app_lists_an_unavailable_run_greyed_out_with_the_reason(browser, server):
+    listed = [
+        {"name": "bad", "source": "run", "input": None, "available": False,
+         "reason": "bad is unavailable: corrupt checkpoint runs/bad/checkpoint.safetensors: metadata 'step' is missing"},
+        {"name": "tiny", "source": "run", "input": "text", "available": True},
+    ]
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.route("**/api/models", lambda route: route.fulfill(status=200, content_type="application/json",
+                                                                 body=json.dumps(listed)))
+        page.goto(f"{server}/")
+        page.wait_for_selector("body[data-ready='1']")
+        bad = page.locator("#model-select option[value='bad']")
+        assert bad.is_disabled() and bad.get_attribute("title") == listed[0]["reason"]
+        assert bad.text_content() == "bad — unavailable: corrupt checkpoint runs/bad/checkpoint.safetensors: metadata 'step' is missing"
+        # the first available model is the one selected, ready to run
+        assert page.input_value("#model-select") == "tiny" and page.is_visible("#text-box")
+        assert page.is_enabled("#run-button") and page.is_hidden("#error")
+    finally:
+        context.close()

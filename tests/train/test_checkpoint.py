@@ -264,3 +264,129 @@ def test_rng_state_is_read_on_the_cpu_whatever_the_model_device(tmp_path):
     assert next(ckpt.model.parameters()).device.type == "meta"
     assert ckpt.rng["torch"].device.type == "cpu" and ckpt.rng["torch"].dtype == torch.uint8
     torch.set_rng_state(ckpt.rng["torch"])
+
+
+# --- resumable or not, and does the optimizer state fit -----------------------------------------
+
+
+def loop_optimizer(model):
+    """The training loop's optimizer: two param groups (decay, no decay)."""
+    from redthread.train.loop import TrainConfig, make_optimizer
+
+    return make_optimizer(model, TrainConfig(), torch.device("cpu"))
+
+
+@pytest.fixture
+def resumable(tmp_path):
+    """A checkpoint as the training loop writes one: optimizer (two groups), train config, run settings, RNG."""
+    torch.manual_seed(0)
+    model = TransformerLM(CFG)
+    optimizer = loop_optimizer(model)
+    train_step(model, optimizer, seed=1)
+    rng = {"torch": torch.get_rng_state(), "data": torch.Generator().manual_seed(1).get_state()}
+    save_checkpoint(tmp_path, model, optimizer, step=1, train_config={"lr": 1e-3}, rng=rng, extra={"data": None})
+    return tmp_path / FILENAME
+
+
+def test_a_full_checkpoint_is_resumable_into_the_loops_optimizer(resumable):
+    ckpt = read_checkpoint(resumable)
+    assert ckpt.path == resumable and ckpt.absent == ()
+    optimizer = loop_optimizer(ckpt.model)
+    ckpt.require_resumable(optimizer)
+    optimizer.load_state_dict(ckpt.optimizer_state)
+
+
+def without(path, key):
+    with safe_open(str(path), framework="pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    meta.pop(key, None)
+    for name in [k for k in tensors if k.startswith(f"{key}.")]:
+        tensors.pop(name)
+    save_file(tensors, str(path), metadata=meta)
+
+
+@pytest.mark.parametrize("key, what", [
+    ("optimizer", "has no optimizer state"),
+    ("train_config", "has no training config"),
+    ("extra", "has no run settings"),
+    ("rng", "has no RNG state"),
+])
+def test_a_checkpoint_without_what_resuming_needs_is_refused(resumable, key, what):
+    """It still loads (to sample from), but resuming it would start from fresh state: refused, in one line."""
+    without(resumable, key)
+    ckpt = read_checkpoint(resumable)
+    with pytest.raises(RedthreadError) as err:
+        ckpt.require_resumable()
+    assert_one_line_naming(err, resumable)
+    assert what in str(err.value) and "it cannot be resumed exactly" in str(err.value)
+
+
+def test_a_null_train_config_is_not_resumable(trained, tmp_path):
+    """save_checkpoint without a train config writes null: fine to sample from, not to resume."""
+    with pytest.raises(RedthreadError, match="has no training config"):
+        read_checkpoint(tmp_path).require_resumable()
+
+
+def merged_groups(model):
+    return torch.optim.AdamW(model.parameters())
+
+
+def shuffled_groups(model):
+    """Two groups of the loop's sizes, holding other parameters: the moments' shapes do not fit."""
+    decay, no_decay = (g["params"] for g in loop_optimizer(model).param_groups)
+    return torch.optim.AdamW([{"params": no_decay[: len(decay)]}, {"params": decay + no_decay[len(decay) :]}])
+
+
+@pytest.mark.parametrize("make, needle", [(merged_groups, "2 param group(s) saved, 1 now"), (shuffled_groups, "optim.")],
+                         ids=["group_count", "moment_shape"])
+def test_optimizer_state_that_does_not_fit_the_optimizer_is_refused(resumable, make, needle):
+    ckpt = read_checkpoint(resumable)
+    with pytest.raises(RedthreadError, match="'optimizer' does not fit") as err:
+        ckpt.require_resumable(make(ckpt.model))
+    assert_one_line_naming(err, resumable)
+    assert needle in str(err.value)
+
+
+def test_optimizer_hyperparameters_of_the_wrong_kind_are_refused(resumable):
+    with safe_open(str(resumable), framework="pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    optim = json.loads(meta["optimizer"])
+    optim["param_groups"][0]["betas"] = "fast"
+    save_file(tensors, str(resumable), metadata={**meta, "optimizer": json.dumps(optim)})
+    ckpt = read_checkpoint(resumable)
+    with pytest.raises(RedthreadError, match="betas") as err:
+        ckpt.require_resumable(loop_optimizer(ckpt.model))
+    assert_one_line_naming(err, resumable)
+
+
+# --- the file before it is opened ------------------------------------------------------------------
+
+
+def test_a_folder_named_like_the_checkpoint_is_reported_as_a_folder(tmp_path):
+    (tmp_path / FILENAME).mkdir()
+    for given in (tmp_path, tmp_path / FILENAME):
+        with pytest.raises(RedthreadError, match="it is a folder, not a file") as err:
+            read_checkpoint(given)
+        assert_one_line_naming(err, tmp_path / FILENAME)
+
+
+def test_a_file_that_cannot_be_opened_gives_the_reason(trained, tmp_path, monkeypatch):
+    """Not "No such file or directory" (what safetensors says for any failed open)."""
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(checkpoint_module, "open", refuse, raising=False)
+    with pytest.raises(RedthreadError, match="cannot read checkpoint .*: Permission denied") as err:
+        read_checkpoint(tmp_path)
+    assert_one_line_naming(err, tmp_path / FILENAME)
+
+
+def test_nan_weights_are_refused_naming_the_tensor(trained, tmp_path):
+    path = tmp_path / FILENAME
+    with safe_open(str(path), framework="pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    tensors["model.blocks.1.ffn.fc_in.weight"][3, 4] = float("nan")
+    save_file(tensors, str(path), metadata=meta)
+    with pytest.raises(RedthreadError, match="'model.blocks.1.ffn.fc_in.weight' holds NaN or infinite values") as err:
+        read_checkpoint(path)
+    assert_one_line_naming(err, path)

@@ -11,7 +11,13 @@ from redthread.errors import RedthreadError
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, train
-from redthread.train.memory import checkpoint_blocks, count_parameters, estimate_memory
+from redthread.train.memory import (
+    check_training_memory,
+    checkpoint_blocks,
+    count_parameters,
+    estimate_memory,
+    training_bytes,
+)
 
 from .test_loop import fresh_model, make_data
 
@@ -94,3 +100,47 @@ def test_parameter_memory_is_16_bytes_per_parameter_and_checkpointing_saves_acti
     assert estimate_memory(cfg, batch_size=8, precision="bf16").activations < plain.activations
     with pytest.raises(RedthreadError, match="precision"):
         estimate_memory(cfg, batch_size=8, precision="int8")
+
+
+def test_count_parameters_builds_nothing():
+    cfg = TransformerConfig(n_layer=10**9)  # building even on the meta device would never finish
+    assert count_parameters(cfg) > 10**9 * 12 * 128**2
+
+
+def with_limit(monkeypatch, gib: float, said: str = "the test's device has"):
+    limit = int(gib * 2**30)
+    monkeypatch.setattr("redthread.train.memory.memory_limit", lambda device=None: (limit, f"{said} {gib} GiB"))
+
+
+@pytest.mark.parametrize("model, train, needle", [
+    (dict(n_layer=1, n_head=2, d_model=32, block_size=32), dict(batch_size=10**8), "batch_size=100000000"),
+    (dict(n_layer=1, n_head=2, d_model=10**6, block_size=32), {}, "d_model=1000000"),
+    (dict(n_layer=10**9), {}, "n_layer=1000000000"),
+    (dict(block_size=10**12, pos="none"), {}, "block_size=1000000000000"),
+    (dict(vocab_size=10**9), {}, "vocab_size=1000000000"),
+])
+def test_check_training_memory_refuses_in_one_line_naming_the_size(model, train, needle):
+    with pytest.raises(RedthreadError) as info:
+        check_training_memory(TransformerConfig(**model), TrainConfig(**{"device": "cpu", **train}))
+    message = str(info.value)
+    assert message.startswith(needle + " needs ~") and "to train" in message and "\n" not in message
+
+
+def test_check_training_memory_passes_legitimate_runs(monkeypatch):
+    demo = TransformerConfig(vocab_size=65, n_layer=4, n_head=4, d_model=128, block_size=128, pos="rope")
+    check_training_memory(demo, TrainConfig(device="cpu", batch_size=32))
+    gpt2 = TransformerConfig(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, d_model=768, pos="learned")
+    with_limit(monkeypatch, 139.8)  # an H200
+    for batch, precision in ((16, "bf16"), (16, "fp32"), (32, "bf16")):
+        check_training_memory(gpt2, TrainConfig(device="cpu", batch_size=batch, precision=precision))
+    with_limit(monkeypatch, 8)
+    with pytest.raises(RedthreadError, match="the test's device has 8 GiB"):
+        check_training_memory(gpt2, TrainConfig(device="cpu", batch_size=16))
+
+
+def test_training_bytes_counts_the_step_and_the_final_evaluation():
+    cfg = TransformerConfig(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, d_model=768)
+    step = estimate_memory(cfg, 16, "bf16").total
+    assert training_bytes(cfg, 16, "bf16") >= step
+    # a batch of 1 trains in little, but the final evaluation scores 64 windows at once: its logits count
+    assert training_bytes(cfg, 1, "fp32") >= 64 * 1024 * 50304 * 8

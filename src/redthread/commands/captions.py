@@ -24,6 +24,7 @@ from redthread.data.captions import EOS, CaptionData, Vocabulary, load_caption_d
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.models.size import check_training_fits
 from redthread.train.loop import TrainConfig, evaluate, train
 
 # measured on caption-shapes (docs/vision.md): AdamW, warm-up, cosine decay, batch 64
@@ -133,6 +134,7 @@ def train_captioner(
                 "colours": _words(colours, "colours"), "shapes": _words(shapes, "shapes")}
     if resume:  # the scenes, and the model, of the run being continued
         ckpt = read_checkpoint(out)
+        ckpt.require_resumable()  # refused before the scenes are made
         if ckpt.extra.get("task") != task:
             raise RedthreadError(f"the run in {out} is {ckpt.extra.get('task') or 'not a captioner'}, not {task}")
         settings = ckpt.extra["scenes"]
@@ -141,6 +143,7 @@ def train_captioner(
     settings["patch_size"] = data.patch_size
     cfg_model = CaptionerConfig.from_dict(model_fields) if resume else captioner_config(data, model_fields or {})
     cfg = TrainConfig(**{**CAPTION_TRAIN, "eval_interval": 500, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
+    check_training_fits("Captioner", cfg_model, cfg.batch_size, cfg.device)
     torch.manual_seed(cfg.seed)
     model = Captioner(cfg_model)
     n_train, n_test = len(data.split("train")), len(data.split("val"))

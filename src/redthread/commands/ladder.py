@@ -28,6 +28,7 @@ import torch
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_writable
 from redthread.models.registry import RUNGS, build_model
+from redthread.models.size import check_training_fits
 from redthread.train.calibration import Calibration, calibration, plot_reliability
 from redthread.train.loop import TrainConfig, evaluate, train
 
@@ -153,6 +154,7 @@ def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, pr
         log_interval=max(1, min(50, budget.steps // 20)), seed=seed, device=device,
         max_time=None if budget.minutes is None else budget.minutes * 60,
     )
+    check_training_fits(type(model).__name__, model.cfg, cfg.batch_size, device)
     run_dir = out / "rungs" / rung if out is not None else None
     result = train(model, data.source, cfg, run_dir=run_dir, tokenizer=data.tokenizer, progress=progress,
                    extra={"ladder": data.name, "rung": rung})

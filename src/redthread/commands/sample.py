@@ -16,6 +16,7 @@ from redthread.commands.train import load_data
 from redthread.errors import RedthreadError
 from redthread.generate.processors import build_processors
 from redthread.generate.sampler import generate_stream
+from redthread.models.size import check_generation_memory
 from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import evaluate, resolve_device
 
@@ -81,6 +82,7 @@ def sample_text(
     idx = torch.tensor([ids], dtype=torch.long)
     tokens = generate_stream(model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
                              seed, use_cache, num_samples)  # checks every argument before anything is printed
+    check_generation_memory(model, num_samples, len(ids), max_new_tokens)  # before the first cache is allocated
     streaming = stream is not None and num_samples == 1
     if streaming:
         stream(prompt)

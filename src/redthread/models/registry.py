@@ -24,6 +24,7 @@ from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
+from redthread.models.size import check_model_fits
 from redthread.models.transformer import (
     EncoderDecoder,
     TransformerConfig,
@@ -55,7 +56,6 @@ RUNGS: dict[str, tuple[str, dict]] = {
 }
 
 
-
 def register(model_cls: type[nn.Module], config_cls: type) -> None:
     MODELS[model_cls.__name__] = (model_cls, config_cls)
 
@@ -70,10 +70,17 @@ def rung_class(name: str) -> str:
 
 
 def build_model(name: str, config: dict | None = None, **fields) -> nn.Module:
-    """A model from a rung name or a class name, with config fields from `config` and keywords."""
-    model_cls, config_cls = MODELS[rung_class(name)]
+    """A model from a rung name or a class name, with config fields from `config` and keywords.
+
+    A config whose weights cannot fit in this machine's memory is refused in one line before
+    anything is allocated (`models/size.py`): `read_checkpoint` rebuilds models through here, so
+    a checkpoint whose metadata says n_layer=1000000000 costs nothing."""
+    class_name = rung_class(name)
+    model_cls, config_cls = MODELS[class_name]
     defining = RUNGS[name][1] if name in RUNGS else {}
-    return model_cls(config_cls.from_dict({**(config or {}), **fields, **defining}))
+    cfg = config_cls.from_dict({**(config or {}), **fields, **defining})
+    check_model_fits(model_cls.__name__, cfg)
+    return model_cls(cfg)
 
 
 def load_weights(model: nn.Module, state: dict[str, torch.Tensor], source: str = "checkpoint") -> None:

@@ -8,94 +8,158 @@ captioner), pick one of its test images instead of typing: its attention over th
 a captioner's words over the image.
 
 JSON API (OpenAPI description at /openapi.json, interactive docs at /docs):
-    GET  /api/models                    the models on offer, each with its input: "text" or "image"
+    GET  /api/models                    the models on offer, each with its input ("text" or "image")
+                                        and whether it is available (a corrupt run: false, and why)
     POST /api/attention {model, text}   the explorer payload: tabs of (L, H, T, S) weights
     POST /api/image     {model, index}  the same for test image `index` of an image run,
                         {model, image, name}  or for an image file of the user's (a data: URL)
     POST /api/next      {model, text, temperature, top_k, top_p, min_p, candidates}
     POST /api/step      {... the same, seed}   one sampled token appended to the text
 
-Bad requests get a 4xx answer with {"error": "one line"}: text over the limit (413), an
-unknown model (404), a model path outside the runs folder (403), anything else the model
-cannot read (422). The server never answers a client's mistake with a 500.
+Bad requests get a 4xx answer with {"error": "one line"}: text, a body or an image over its limit
+(413), an unknown model (404), a model path outside the runs folder (403), anything else the model
+cannot read, a corrupt run included (422). The server never answers a client's mistake with a 500.
+
+Model work runs in a bounded pool: `workers` requests at once and `queue` more waiting; past that
+a request gets a 503 with Retry-After at once, and one that takes longer than `time_limit` seconds
+gets a 504 (its work finishes in the background, holding its place, so the pool stays bounded).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated, NamedTuple
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+from pydantic_core import PydanticCustomError
 from safetensors import safe_open
+from starlette.exceptions import HTTPException
 
 from redthread.errors import RedthreadError
-from redthread.serve.probe import MAX_CANDIDATES, ImageProbe, Probe, load_probe
+from redthread.serve.probe import MAX_CANDIDATES, MAX_SEED, ImageProbe, Probe, check_text, load_probe
 
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
 MAX_DEPTH = 4  # how deep under the runs folder runs are looked for
 MAX_IMAGE_BYTES = 4 * 2**20  # an uploaded image file, decoded
+MAX_BODY_BYTES = 2 * MAX_IMAGE_BYTES  # a request's body: room for that file as base64 (4/3 of it) in JSON
+MAX_NAME = 500  # characters in a model's name
+WORKERS, QUEUE, TIME_LIMIT = 2, 16, 60.0  # the model pool's defaults: requests at once, waiting, seconds each
+RETRY_AFTER = 2  # seconds a client told "busy" should wait
 RUN_INPUTS = {"TransformerLM": "text", "ViT": "image", "Captioner": "image"}  # the runs on offer, by model class
+
+log = logging.getLogger("redthread.serve")
 
 
 class ServeError(Exception):
-    def __init__(self, status: int, message: str):
+    """An answer to a bad request: its status and one line saying what is wrong."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.headers = status, message, headers
+
+
+def one_line(message: object) -> str:
+    """The message as one line of valid UTF-8, whatever it quotes (an error answer is read by a person)."""
+    text = " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") or "error"
+
+
+def error_answer(status: int, message: object, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": one_line(message)}, status_code=status, headers=headers)
+
+
+def _utf8(value: str) -> str:
+    """A request's string, if it is text: a lone surrogate (JSON can carry "\\ud800") is not a character."""
+    try:
+        return check_text(value, "the string")
+    except RedthreadError as e:
+        raise PydanticCustomError("lone_surrogate", str(e)) from None
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
 
 
 class TextRequest(BaseModel):
-    model: str = Field(description="a name from /api/models")
-    text: str = Field(description="the input text")
+    model: Text = Field(max_length=MAX_NAME, description="a name from /api/models")
+    text: Text = Field(description="the input text")
 
 
 class ImageRequest(BaseModel):
-    model: str = Field(description="an image run's name from /api/models")
+    model: Text = Field(max_length=MAX_NAME, description="an image run's name from /api/models")
     index: int | None = Field(None, ge=0, description="which image of the run's test split")
     image: str | None = Field(None, description="or an image file of your own, as a data: URL (base64)")
-    name: str = Field("your image", max_length=200, description="the uploaded file's name, for the title")
+    name: Text = Field("your image", max_length=200, description="the uploaded file's name, for the title")
 
 
 class NextRequest(TextRequest):
-    temperature: float = Field(1.0, ge=0.0, description="0 = greedy")
+    temperature: float = Field(1.0, ge=0.0, allow_inf_nan=False, description="0 = greedy")
     top_k: int | None = Field(None, ge=1)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False)
+    min_p: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     candidates: int = Field(20, ge=1, le=MAX_CANDIDATES, description="how many of the most probable tokens to list")
 
 
 class StepRequest(NextRequest):
-    seed: int | None = Field(None, description="makes the draw reproducible")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="makes the draw reproducible")
 
 
-def find_runs(runs_dir: Path) -> dict[str, tuple[Path, str]]:
-    """Runs with attention to show under the folder: name (the path relative to it) -> (run folder,
-    input: "text" for a Transformer LM, "image" for a ViT or a captioner)."""
+class Run(NamedTuple):
+    folder: Path
+    input: str | None  # "text" (a Transformer LM) or "image" (a ViT or a captioner); None: unreadable
+    problem: str | None = None  # why its checkpoint's header cannot be read
+
+
+def find_runs(runs_dir: Path) -> dict[str, Run]:
+    """Runs with attention to show under the folder, by name (the path relative to it). A checkpoint
+    whose header cannot be read (truncated, garbled) is a run too, with its problem; one that names
+    no model class (not a redthread run) or a model without attention (a ladder's rung) is left out."""
     found = {}
     if not runs_dir.is_dir():
         return found
     for ckpt in sorted(runs_dir.rglob(CHECKPOINT)):
         if len(ckpt.relative_to(runs_dir).parts) > MAX_DEPTH + 1:
             continue
-        model_input = RUN_INPUTS.get(_model_class(ckpt))
+        name = ckpt.parent.relative_to(runs_dir).as_posix() or "."
+        try:
+            model_input = RUN_INPUTS.get(_model_class(ckpt))
+        except Exception as e:  # noqa: BLE001 - safetensors raises several types for a truncated or garbled file
+            found[name] = Run(ckpt.parent, None, one_line(f"{name} is unavailable: unreadable checkpoint {ckpt}: {e}"))
+            continue
         if model_input is not None:
-            found[ckpt.parent.relative_to(runs_dir).as_posix() or "."] = (ckpt.parent, model_input)
+            found[name] = Run(ckpt.parent, model_input)
     return found
 
 
 def _model_class(ckpt: Path) -> str | None:
-    """The model class a checkpoint's header names; None for a file that is not a checkpoint."""
+    """The model class a checkpoint's header names; None for a safetensors file that names none."""
+    with safe_open(str(ckpt), framework="pt") as f:
+        return (f.metadata() or {}).get("model_class")
+
+
+def file_version(folder: Path) -> tuple[int, int] | None:
+    """(modification time, size) of a run's checkpoint: what was learnt about the file holds while these do."""
     try:
-        with safe_open(str(ckpt), framework="pt") as f:
-            return (f.metadata() or {}).get("model_class")
-    except Exception:  # noqa: BLE001 - safetensors raises several types; an unreadable file is simply not offered
+        st = (folder / CHECKPOINT).stat()
+    except OSError:
         return None
+    return st.st_mtime_ns, st.st_size
+
+
+def outside(name: str) -> bool:
+    """Whether a name, read as a path, would leave the runs folder (said without touching the filesystem)."""
+    return any(p.is_absolute() or ".." in p.parts or p.drive for p in (PurePosixPath(name), PureWindowsPath(name)))
 
 
 def pretrained_available() -> list[str]:
@@ -107,58 +171,196 @@ def pretrained_available() -> list[str]:
 
 
 class Models:
-    """The models on offer, loaded on first use and kept (a few at a time)."""
+    """The models on offer, loaded on first use and kept (a few at a time).
+
+    A name is looked up among the runs found under the folder (and the pretrained names) before
+    anything touches the filesystem with it. A run that cannot be loaded (a corrupt file, weights
+    that are NaN) is remembered with the reason, until its file changes: the catalogue lists it as
+    unavailable, and asking for it gets a 422 with the reason.
+    """
 
     def __init__(self, runs_dir: Path, device: str = "cpu"):
         self.runs_dir = runs_dir.resolve()
         self.device = device
-        self.loaded: OrderedDict[str, Probe | ImageProbe] = OrderedDict()
+        self.loaded: OrderedDict[str, tuple[object, Probe | ImageProbe]] = OrderedDict()  # name -> (version, probe)
+        self.broken: dict[str, tuple[object, str]] = {}  # run name -> (file version, why it cannot be loaded)
+        self.verified: dict[str, object] = {}  # run name -> the file version that loaded without fault
         self.lock = threading.Lock()
 
     def catalogue(self) -> list[dict]:
-        runs = [{"name": name, "source": "run", "input": what} for name, (_, what) in find_runs(self.runs_dir).items()]
-        return runs + [{"name": name, "source": "pretrained", "input": "text"} for name in pretrained_available()]
+        """Every run with attention under the folder, each loaded once per version of its file to tell
+        whether it is available; then the pretrained models."""
+        entries = []
+        for name, run in find_runs(self.runs_dir).items():
+            entry = {"name": name, "source": "run", "input": run.input, "available": True}
+            try:
+                self._verify(name, run)
+            except ServeError as e:
+                entry.update(available=False, reason=e.message)
+            entries.append(entry)
+        return entries + [{"name": name, "source": "pretrained", "input": "text", "available": True}
+                          for name in pretrained_available()]
 
     def resolve(self, name: str) -> tuple[str, Path | str]:
         """(source, where): source "pretrained", "run" (a text run) or "image" (an image run)."""
         if name in pretrained_available():
             return "pretrained", name
-        path = (self.runs_dir / name).resolve()
-        if not path.is_relative_to(self.runs_dir):
-            raise ServeError(403, f"model path {name!r} is outside the runs folder")
         runs = find_runs(self.runs_dir)
-        if name not in runs:
-            known = ", ".join(m["name"] for m in self.catalogue()) or "none"
-            raise ServeError(404, f"unknown model {name!r}; models: {known}")
-        return ("image" if runs[name][1] == "image" else "run"), path
+        if name in runs:
+            return self._source(runs[name])
+        if outside(name):
+            raise ServeError(403, f"model path {name!r} is outside the runs folder")
+        known = ", ".join([*runs, *pretrained_available()]) or "none"
+        raise ServeError(404, f"unknown model {name!r}; models: {known}")
+
+    @staticmethod
+    def _source(run: Run) -> tuple[str, Path]:
+        if run.problem is not None:
+            raise ServeError(422, run.problem)
+        return ("image" if run.input == "image" else "run"), run.folder
+
+    def _verify(self, name: str, run: Run) -> None:
+        """Load a run once per version of its file to know it works (the loaded cache holds only a few)."""
+        source, where = self._source(run)
+        version = file_version(where)
+        if self.verified.get(name) != version:
+            self._probe(name, source, where)
+            self.verified[name] = version
 
     def get(self, name: str) -> Probe | ImageProbe:
+        source, where = self.resolve(name)
+        return self._probe(name, source, where)
+
+    def _probe(self, name: str, source: str, where: Path | str) -> Probe | ImageProbe:
+        version = None if source == "pretrained" else file_version(where)
         with self.lock:
-            if name in self.loaded:
+            if name in self.loaded and self.loaded[name][0] == version:
                 self.loaded.move_to_end(name)
-                return self.loaded[name]
-            source, where = self.resolve(name)
-            if source == "image":
-                probe = ImageProbe(where)
-            elif source == "run":
-                probe = load_probe(checkpoint=where, device=self.device)
-            else:
-                probe = load_probe(pretrained=where, device=self.device)
+                return self.loaded[name][1]
+            if name in self.broken and self.broken[name][0] == version:
+                raise ServeError(422, self.broken[name][1])
+            try:
+                probe = self._load(source, where)
+            except Exception as e:  # noqa: BLE001 - whatever a file on disk makes the loader raise, it is the file's fault
+                reason = self._reason(name, e)
+                if source != "pretrained":
+                    self.broken[name] = (version, reason)
+                raise ServeError(422, reason) from None
             probe.name = name
-            self.loaded[name] = probe
+            self.broken.pop(name, None)
+            self.loaded[name] = (version, probe)
+            self.loaded.move_to_end(name)
             if len(self.loaded) > MAX_LOADED:
                 self.loaded.popitem(last=False)
             return probe
 
+    def _load(self, source: str, where: Path | str) -> Probe | ImageProbe:
+        if source == "image":
+            return ImageProbe(where)
+        if source == "run":
+            return load_probe(checkpoint=where, device=self.device)
+        return load_probe(pretrained=where, device=self.device)
 
-def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str = "cpu") -> FastAPI:
+    @staticmethod
+    def _reason(name: str, error: Exception) -> str:
+        if isinstance(error, RedthreadError):
+            return one_line(f"{name} is unavailable: {error}")
+        log.error("loading %s failed", name, exc_info=error)  # not one of the loader's own checks: worth a look
+        return one_line(f"{name} is unavailable: cannot load it ({type(error).__name__}: {error})")
+
+
+class ModelPool:
+    """Runs model work in `workers` threads with at most `queue` more requests waiting; a full pool
+    answers 503 at once, and a request waits at most `time_limit` seconds for its answer (504).
+
+    A thread cannot be stopped: work past its time limit finishes in the background and keeps its
+    place until then, so the pool's bound holds (new requests get 503 rather than piling up).
+    """
+
+    def __init__(self, workers: int, queue: int, time_limit: float):
+        if workers < 1 or queue < 0 or not time_limit > 0:
+            raise RedthreadError(f"the model pool needs workers >= 1, queue >= 0 and a time limit > 0, "
+                                 f"got {workers}, {queue}, {time_limit}")
+        self.workers, self.queue, self.time_limit = workers, queue, time_limit
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="redthread-serve")
+        self.places = threading.BoundedSemaphore(workers + queue)
+
+    async def run(self, work):
+        """The result of work(), run in the pool."""
+        if not self.places.acquire(blocking=False):
+            raise ServeError(503, f"the server is busy ({self.workers} requests running, {self.queue} waiting): "
+                                  f"try again in {RETRY_AFTER} s", headers={"Retry-After": str(RETRY_AFTER)})
+        try:
+            future = self.executor.submit(work)
+        except BaseException:
+            self.places.release()
+            raise
+        future.add_done_callback(lambda _: self.places.release())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.time_limit)
+        except asyncio.TimeoutError:  # the wrapped future was cancelled: work that had not started never will
+            raise ServeError(504, f"the request took longer than the limit of {self.time_limit:g} s: "
+                                  "try a shorter text (the server goes on with other requests)") from None
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes gets a 413 before it is read into memory."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", ())).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > self.limit:
+            return await self.refuse(scope, receive, send)
+        received = 0
+
+        async def counted():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:  # a body longer than it said (or chunked without a length)
+                raise HTTPException(413, self.message())
+            return message
+
+        await self.app(scope, counted, send)
+
+    def message(self) -> str:
+        return f"the request body is over the limit of {self.limit / 2**20:g} MiB"
+
+    async def refuse(self, scope, receive, send):
+        await error_answer(413, self.message())(scope, receive, send)
+
+
+def create_app(
+    runs_dir: str | Path = "runs",
+    max_chars: int = 2000,
+    device: str = "cpu",
+    workers: int = WORKERS,
+    queue: int = QUEUE,
+    time_limit: float = TIME_LIMIT,
+    max_body: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The app over the runs under `runs_dir`: texts up to `max_chars` characters, request bodies up to
+    `max_body` bytes, model work in a pool of `workers` threads, `queue` waiting, `time_limit` s each."""
+    models = Models(Path(runs_dir), device)
+    pool = ModelPool(workers, queue, time_limit)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        pool.executor.shutdown(wait=False, cancel_futures=True)  # work still waiting is dropped
+
     app = FastAPI(
         title="redthread",
         version="0.1.0",
         description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step "
                     "generation; for image runs, attention over a test image's patches.",
+        lifespan=lifespan,
     )
-    models = Models(Path(runs_dir), device)
+    app.add_middleware(BodyLimit, limit=max_body)
 
     def text_model(name: str) -> Probe:
         probe = models.get(name)
@@ -166,26 +368,14 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
             raise ServeError(422, f"{name} is an image model: ask /api/image for one of its test images")
         return probe
 
-    def check_text(text: str) -> str:
+    def check_length(text: str) -> str:
         if len(text) > max_chars:
             raise ServeError(413, f"the text is {len(text):,} characters; the limit is {max_chars:,}")
         if not text.strip():
             raise ServeError(422, "the text is empty")
         return text
 
-    @app.exception_handler(ServeError)
-    async def serve_error(request: Request, exc: ServeError):
-        return JSONResponse({"error": exc.message}, status_code=exc.status)
-
-    @app.exception_handler(RedthreadError)
-    async def redthread_error(request: Request, exc: RedthreadError):
-        return JSONResponse({"error": str(exc)}, status_code=422)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
-        return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid')}"}, status_code=422)
+    add_error_handlers(app)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -193,42 +383,103 @@ def create_app(runs_dir: str | Path = "runs", max_chars: int = 2000, device: str
 
     @app.get("/api/models")
     def list_models() -> list[dict]:
-        """The models on offer: Transformer, ViT and captioner runs under the runs folder, and pretrained models."""
+        """The models on offer: Transformer, ViT and captioner runs under the runs folder, and pretrained models.
+        A run that cannot be loaded is listed with available: false and the reason."""
         return models.catalogue()
 
     @app.post("/api/attention")
-    def attention(req: TextRequest) -> dict:
+    async def attention(req: TextRequest) -> dict:
         """Every layer and head's attention over the text, as the explorer's payload."""
-        probe = text_model(req.model)
-        payload = probe.attention_payload(check_text(req.text))
-        return {**payload, "kind": probe.kind}
+        text = check_length(req.text)
+
+        def work():
+            probe = text_model(req.model)
+            return {**probe.attention_payload(text), "kind": probe.kind}
+
+        return await pool.run(work)
 
     @app.post("/api/image")
-    def image(req: ImageRequest) -> dict:
+    async def image(req: ImageRequest) -> dict:
         """Every layer and head's attention on test image `index` of an image run (a captioner's
         words over the image too), as the explorer's payload."""
         if (req.index is None) == (req.image is None):
             raise ServeError(422, "give index (a test image of the run) or image (a file of your own), one of them")
-        probe = models.get(req.model)
-        if not isinstance(probe, ImageProbe):
-            raise ServeError(422, f"{req.model} reads text, not images: ask /api/attention")
-        if req.index is not None:
-            return {**probe.image_payload(req.index), "kind": probe.kind}
-        return {**probe.upload_payload(decode_data_url(req.image), req.name), "kind": probe.kind}
+        data = None if req.image is None else decode_data_url(req.image)
+
+        def work():
+            probe = models.get(req.model)
+            if not isinstance(probe, ImageProbe):
+                raise ServeError(422, f"{req.model} reads text, not images: ask /api/attention")
+            if data is None:
+                return {**probe.image_payload(req.index), "kind": probe.kind}
+            return {**upload_payload(probe, data, req.name), "kind": probe.kind}
+
+        return await pool.run(work)
 
     @app.post("/api/next")
-    def next_token(req: NextRequest) -> dict:
+    async def next_token(req: NextRequest) -> dict:
         """P(next token | text): the top candidates, and what sampling with these settings keeps."""
-        probe = text_model(req.model)
-        return probe.next_token(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates)
+        text = check_length(req.text)
+
+        def work():
+            return text_model(req.model).next_token(text, req.temperature, req.top_k, req.top_p, req.min_p,
+                                                    req.candidates)
+
+        return await pool.run(work)
 
     @app.post("/api/step")
-    def step(req: StepRequest) -> dict:
+    async def step(req: StepRequest) -> dict:
         """Draw one token with the settings and append it to the text."""
-        probe = text_model(req.model)
-        return probe.step(check_text(req.text), req.temperature, req.top_k, req.top_p, req.min_p, req.candidates, req.seed)
+        text = check_length(req.text)
+
+        def work():
+            return text_model(req.model).step(text, req.temperature, req.top_k, req.top_p, req.min_p,
+                                              req.candidates, req.seed)
+
+        return await pool.run(work)
 
     return app
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every error answer is {"error": "one line"}: the client's mistakes 4xx, the server's own bugs a
+    500 that names no more than the exception's type (the traceback goes to the server's log)."""
+
+    @app.exception_handler(ServeError)
+    async def serve_error(request: Request, exc: ServeError):
+        return error_answer(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(RedthreadError)
+    async def redthread_error(request: Request, exc: RedthreadError):
+        return error_answer(422, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        first = (exc.errors() or [{}])[0]
+        if first.get("type") == "json_invalid":
+            return error_answer(422, f"the body is not valid JSON: {first.get('ctx', {}).get('error', 'cannot parse it')}")
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
+        return error_answer(422, f"{where}: {first.get('msg', 'invalid')}")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        return error_answer(exc.status_code, f"{exc.detail} ({request.method} {request.url.path})", exc.headers)
+
+    @app.exception_handler(Exception)
+    async def server_bug(request: Request, exc: Exception):
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return error_answer(500, f"internal error ({type(exc).__name__}): a bug in redthread serve; "
+                                 "the details are in the server's log")
+
+
+def upload_payload(probe: ImageProbe, data: bytes, name: str) -> dict:
+    """An uploaded image's payload; an image over the pixel limit (a decompression bomb) is a 413."""
+    from redthread.commands.images import ImageTooLarge
+
+    try:
+        return probe.upload_payload(data, name)
+    except ImageTooLarge as e:
+        raise ServeError(413, f"image: {e}") from None
 
 
 def decode_data_url(url: str) -> bytes:

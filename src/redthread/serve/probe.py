@@ -15,6 +15,7 @@ attention, so they cannot be probed here (`redthread sample` still samples them)
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import secrets
@@ -30,6 +31,33 @@ from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
 
 MAX_CANDIDATES = 50  # the most next-token candidates one answer lists
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1 here
+
+
+def check_text(text: str, what: str = "the text") -> str:
+    """The text, if it is text: a lone surrogate (U+D800 to U+DFFF, which JSON's \\ud800 escapes can carry) is
+    half of a UTF-16 pair, not a character, and no tokenizer can read it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RedthreadError(f"{what} contains a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}, "
+                             "which is not a character: send UTF-8 text") from None
+    return text
+
+
+def check_finite(tensor: torch.Tensor, what: str) -> torch.Tensor:
+    """The tensor, if every value is a finite number: a NaN or an infinity cannot be shown (nor sent as JSON)."""
+    if not torch.isfinite(tensor).all():
+        raise RedthreadError(f"{what} NaN or infinite values: are the model's weights corrupt?")
+    return tensor
+
+
+def check_weights(model: nn.Module, path: Path) -> nn.Module:
+    """The model, if every weight is a finite number (a garbled checkpoint file can load and hold NaN)."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            raise RedthreadError(f"corrupt checkpoint {path}: the weight {name} holds NaN or infinite values")
+    return model
 
 
 @dataclass
@@ -85,7 +113,7 @@ class Probe:
         condition on when predicting the next token), an encoder the beginning."""
         if not isinstance(text, str) or not text.strip():
             raise RedthreadError("the text is empty")
-        toks = self.read(text)
+        toks = self.read(check_text(text))
         n, C = len(toks), self.context
         if n == 0:
             raise RedthreadError("the text gives no tokens")
@@ -158,6 +186,8 @@ class Probe:
         seed: int | None = None,
     ) -> dict:
         """Draw one next token with these settings: the new text, and the distribution it came from."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise RedthreadError(f"seed must be an integer from 0 to 2**64 - 1, got {seed!r}")
         dist, p_sample = self._next(text, temperature, top_k, top_p, min_p, candidates)
         gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(31))
         token = int(torch.multinomial(p_sample.cpu(), 1, generator=gen))  # greedy: p_sample is one-hot
@@ -172,7 +202,7 @@ class Probe:
         processors, greedy = build_processors(temperature, top_k, top_p, min_p)
         toks = self.tokens(text)
         idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
-        logits = self.model(idx)[:, -1, :].float()  # (1, V)
+        logits = check_finite(self.model(idx)[:, -1, :].float(), "the model's next-token scores hold")  # (1, V)
         p = logits.softmax(-1)[0]  # (V,)
         if greedy:  # temperature 0: all the mass on the argmax
             p_sample = torch.zeros_like(p)
@@ -239,7 +269,7 @@ def _probe_run(path: Path, device: str) -> Probe:
     kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
     desc = f"redthread {what}, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
     name = path.name if path.is_dir() else path.parent.name
-    return Probe(name, ckpt.model.eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
+    return Probe(name, check_weights(ckpt.model, path).eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
 
 
 def _probe_pretrained(name: str | Path, device: str) -> Probe:
@@ -270,7 +300,7 @@ class ImageProbe:
         self.ckpt = read_checkpoint(path, map_location="cpu")  # small models, one image: the CPU is enough
         if self.ckpt.model_class not in ("ViT", "Captioner"):
             raise RedthreadError(f"{path} holds a {self.ckpt.model_class}, not an image model")
-        self.ckpt.model.eval()
+        check_weights(self.ckpt.model, path).eval()
         self.name = path.name
 
     def image_payload(self, index: int) -> dict:
@@ -280,12 +310,20 @@ class ImageProbe:
         return image_payload(self.ckpt, image, title)
 
     def upload_payload(self, data: bytes, name: str) -> dict:
-        """The same for an image file's bytes: converted and resized to what the model takes, said in the notice."""
+        """The same for an image file's bytes: converted and resized to what the model takes, said in the notice.
+        A larger image is resized as it is decoded (bounded memory), so its own size comes from the file's header."""
+        from PIL import Image
+
         from redthread.commands.images import image_payload, read_image_bytes
         from redthread.data.images import prepare_image
 
         cfg = self.ckpt.model.cfg
-        image, notices = prepare_image(read_image_bytes(data, name), cfg.channels, cfg.image_size)
+        pixels = read_image_bytes(data, name, fit=cfg.image_size)  # (C, H, W); refuses a decompression bomb
+        image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
+        with Image.open(io.BytesIO(data)) as img:  # read once already: the header is sound
+            width, height = img.size
+        if (height, width) != tuple(pixels.shape[1:]):
+            notices.append(f"resized the image from {height}x{width} to {cfg.image_size}x{cfg.image_size} pixels")
         return image_payload(self.ckpt, image, name, "; ".join(notices) or None)
 
 

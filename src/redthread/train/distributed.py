@@ -65,8 +65,14 @@ def setup(device: torch.device) -> torch.device:
         raise RedthreadError(f"distributed training runs on cpu (gloo) or cuda (NCCL), not {device.type}")
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-        atexit.register(dist.destroy_process_group)
+        atexit.register(shutdown)
     return device
+
+
+def shutdown() -> None:
+    """Leave the process group, if this process is in one (at exit, or earlier by a caller that is done)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def wrap(model: nn.Module, device: torch.device) -> nn.Module:

@@ -292,9 +292,9 @@ def train(
         if run_dir is None or not (run_dir / FILENAME).is_file():
             raise RedthreadError(f"nothing to resume: no {FILENAME} in {run_dir}")
         ckpt = read_checkpoint(run_dir, map_location=device)
+        ckpt.require_resumable(optimizer)  # a checkpoint without its optimizer or RNG state would resume inexactly
         model.load_state_dict(ckpt.model.state_dict())
-        if ckpt.optimizer_state is not None:
-            optimizer.load_state_dict(ckpt.optimizer_state)
+        optimizer.load_state_dict(ckpt.optimizer_state)
         if scaler.is_enabled() and "grad_scaler" in ckpt.extra:
             scaler.load_state_dict(ckpt.extra["grad_scaler"])
         _restore_rng(distributed.own_rng(ckpt.rng), generator)

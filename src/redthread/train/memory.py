@@ -26,10 +26,18 @@ what autograd saves (checked against torch's saved-tensor hooks in tests/train/t
 With checkpointing a block keeps only its float32 input, 4 B T C bytes, and one block's full
 activations are alive again while it is recomputed. Not counted: the allocator's fragmentation,
 the CUDA context (~0.5 GiB), compiled kernels' workspaces, the data batch.
+
+`check_training_memory` refuses, in one line and before anything is allocated, a run whose
+estimate exceeds the memory of its device (`models/size.py`: physical RAM, `ulimit -v`, a
+cgroup limit, or the GPU's memory), naming the size that matters most: `--batch-size 100000000`
+or `--d-model 1000000` fail at once instead of in the allocator. It also counts the final
+evaluation (batches of 64 windows, no gradients), which can be the larger of the two when the
+training batch is small and the vocabulary large.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +47,17 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from redthread.errors import RedthreadError
-from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.models.size import (
+    BATCH_BYTES,
+    check_fits,
+    check_model_fits,
+    config_sizes,
+    culprit,
+    memory_limit,
+    model_bytes,
+    parameter_count,
+)
+from redthread.models.transformer import TransformerConfig
 
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -86,10 +104,8 @@ class MemoryEstimate:
 
 
 def count_parameters(cfg: TransformerConfig) -> int:
-    """Parameters of a TransformerLM with this config (a tied matrix once), built on the meta device: no memory."""
-    with torch.device("meta"):
-        model = TransformerLM(cfg)
-    return sum(p.numel() for p in model.parameters())
+    """Parameters of a TransformerLM with this config (a tied matrix once), counted from the config: nothing is built."""
+    return parameter_count("TransformerLM", cfg)
 
 
 def estimate_memory(
@@ -114,3 +130,53 @@ def estimate_memory(
     head = B * T * C * (4 + e) + 4 * B * T * V
     weight_copies = 2 * n if precision != "fp32" else 0
     return MemoryEstimate(4 * n, 4 * n, 8 * n, blocks + head + weight_copies, 4 * B * T * V)
+
+
+EVAL_BATCH_SIZE = 64  # the final evaluation's batch (commands/train.py)
+TRAIN_DEFAULTS = {"batch_size": 12}  # TrainConfig's default, what a refusal compares with
+
+
+def training_bytes(
+    cfg: TransformerConfig,
+    batch_size: int,
+    precision: str = "fp32",
+    activation_checkpointing: bool = False,
+    eval_batch_size: int = EVAL_BATCH_SIZE,
+) -> int:
+    """Bytes of a training run of a TransformerLM: the larger of a training step (`estimate_memory`)
+    and an evaluation batch without gradients, plus the fixed tables the model keeps as buffers and
+    the batch of token ids itself."""
+    step = estimate_memory(cfg, batch_size, precision, activation_checkpointing).total
+    n = count_parameters(cfg)
+    # evaluation (float32, no gradients): the weights; per token one block's widest tensors, the logits and
+    # their log-probabilities
+    evaluation = 4 * n + eval_batch_size * cfg.block_size * 4 * (4 * cfg.d_model + cfg.ffn_size + 2 * cfg.vocab_size)
+    batch = BATCH_BYTES * max(batch_size, eval_batch_size) * (cfg.block_size + 1)
+    return max(step, evaluation) + model_bytes("TransformerLM", cfg) - 4 * n + batch
+
+
+def check_training_memory(cfg: TransformerConfig, train_cfg, device=None) -> None:
+    """Refuse, in one line, a TransformerLM run (`train_cfg`: a TrainConfig) that cannot fit on its device.
+
+    Call it before the model is built. `device` defaults to `train_cfg.device`, resolved as the loop does."""
+    from redthread.train.loop import resolve_device
+    from redthread.train.precision import choose_precision
+
+    device = resolve_device(train_cfg.device) if device is None else torch.device(device)
+    if device.type != "cpu":  # the model is built on the CPU first, then moved
+        check_model_fits("TransformerLM", cfg)
+    precision = choose_precision(train_cfg.precision, device).name
+    checkpointing = bool(train_cfg.activation_checkpointing)
+
+    def needed(v: dict) -> int:
+        batch = v.pop("batch_size")
+        return training_bytes(dataclasses.replace(cfg, **v), batch, precision, checkpointing)
+
+    sizes, defaults = config_sizes(cfg)
+    values = {**sizes, "batch_size": train_cfg.batch_size}
+    limit = memory_limit(device)
+    total = needed(dict(values))
+    if total <= limit[0]:
+        return
+    name = culprit(lambda v: needed(dict(v)), values, {**defaults, **TRAIN_DEFAULTS})
+    check_fits(total, name, " to train and evaluate (weights, gradients, AdamW moments, activations)", limit=limit)

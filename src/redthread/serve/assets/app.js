@@ -62,7 +62,7 @@ async function act(fn) {
 function setBusy(change) {
   busy += change;
   document.body.dataset.busy = String(busy);
-  runButton.disabled = busy > 0 || modelSelect.options.length === 0;
+  runButton.disabled = busy > 0 || !modelSelect.value;
   stepButton.disabled = busy > 0 || !shown || shown.kind !== "lm";
 }
 
@@ -75,14 +75,24 @@ function clearError() { $("error").hidden = true; }
 
 // ---- models and text --------------------------------------------------------------------------
 
+// A run that cannot be loaded (a corrupt file) is listed, greyed out, with the reason.
 async function loadModels() {
   const models = await api("/api/models");
   modelSelect.replaceChildren(...models.map((m) => {
     const o = document.createElement("option");
     o.value = m.name;
     o.textContent = m.source === "pretrained" ? `${m.name} (pretrained)` : m.name;
+    if (m.available === false) {
+      const reason = String(m.reason || `${m.name} is unavailable`);
+      const why = reason.replace(`${m.name} is unavailable: `, "");
+      o.disabled = true;
+      o.title = reason;
+      o.textContent += ` — unavailable: ${why.length > 80 ? `${why.slice(0, 79)}…` : why}`;
+    }
     return o;
   }));
+  const first = models.find((m) => m.available !== false);
+  if (first) modelSelect.value = first.name;
   inputs = Object.fromEntries(models.map((m) => [m.name, m.input]));
   modelSelect.disabled = models.length === 0;
   $("no-models").textContent = NO_MODELS;
