@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from safetensors import SafetensorError, safe_open
 
-from redthread.train.run_folder import RunFolder
 from tests.faults.conftest import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, cli_process, digest, folder_digest
 
 ENOSPC_MESSAGE = 'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
@@ -91,6 +90,8 @@ def test_a_swap_killed_between_its_renames_is_finished_by_the_next_start(old_run
     """publish() renames out -> .out.replaced, then .out.overwrite -> out: kill it in between."""
     import shutil
 
+    from redthread.train.run_folder import RunFolder
+
     staging, replaced = old_run.parent / ".old.overwrite", old_run.parent / ".old.replaced"
     shutil.copytree(good_run, staging)
     os.replace(old_run, replaced)  # the state after the first rename
@@ -100,6 +101,8 @@ def test_a_swap_killed_between_its_renames_is_finished_by_the_next_start(old_run
 
 
 def test_a_replacing_run_killed_before_saving_leaves_the_old_run(old_run):
+    from redthread.train.run_folder import RunFolder
+
     staging = old_run.parent / ".old.overwrite"
     staging.mkdir()
     (staging / "metrics.jsonl").write_text('{"step": 1, "loss": 3.0}\n')
@@ -315,6 +318,24 @@ def test_a_run_killed_before_its_first_checkpoint_can_be_rerun(tmp_path, corpus)
     assert code == 0, err
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(r.get("loss") != 4.0 for r in rows) and rows[-1]["step"] == 12
+
+
+def test_a_truncated_token_cache_is_rebuilt_not_used(tmp_path, corpus, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("REDTHREAD_CACHE", str(cache))
+    code, first, err = cli("eval", "--checkpoint", _tiny_run(tmp_path, corpus), "--data", corpus)
+    assert code == 0, err
+    for f in cache.glob("*.bin"):  # cut every cache file short by a whole number of ids
+        f.write_bytes(f.read_bytes()[:-8])
+    code, again, err = cli("eval", "--checkpoint", tmp_path / "run", "--data", corpus)
+    assert code == 0, err
+    assert again == first  # the same tokens scored: the cache was rebuilt
+
+
+def _tiny_run(tmp_path: Path, corpus: Path) -> Path:
+    code, _, err = cli("train", "--data", corpus, "--out", tmp_path / "run", *TINY_MODEL, *TINY_TRAIN)
+    assert code == 0, err
+    return tmp_path / "run"
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -119,6 +119,19 @@ def test_repetition_penalty_matches_hf(batch, penalty):
     assert_same_filter(RepetitionPenalty(penalty)(logits, idx), ref)
 
 
+@pytest.mark.parametrize("penalty", [1e-308, 1e-40, 1e38, 1e308])
+def test_an_extreme_repetition_penalty_keeps_a_distribution(penalty):
+    """Dividing by 1e-308 (or multiplying by 1e308) overflows to inf, and softmax of inf is NaN: the
+    penalised logits stay finite, at the limit the penalty tends to (found by the CLI fuzz)."""
+    logits = torch.tensor([[2.0, -1.0, 0.5, -3.0]])
+    idx = torch.tensor([[0, 1, 2, 3]])  # every token seen
+    out = RepetitionPenalty(penalty)(logits, idx)
+    probs = out.softmax(-1)
+    assert torch.isfinite(probs).all() and torch.allclose(probs.sum(), torch.tensor(1.0))
+    if penalty < 1:  # boosts what was seen: the largest positive logit wins
+        assert probs.argmax().item() == 0
+
+
 def test_processors_leave_inputs_untouched():
     g = torch.Generator().manual_seed(0)
     logits, idx = torch.randn(3, 100, generator=g), torch.randint(0, 100, (3, 7), generator=g)

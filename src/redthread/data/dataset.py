@@ -12,7 +12,9 @@ Token ids are computed once per (tokenizer, text) and kept as raw arrays in a ca
 folder, memory-mapped on later runs. A corpus file goes through `prepare_file_splits`, which
 never holds its text: the file is scanned once (`data/corpus.py`), the tokenizer is trained on
 the stream (the alphabet for characters, the training part for BPE), and each split is
-tokenised chunk by chunk into its cache file, so memory stays flat with the file's size.
+tokenised chunk by chunk into its cache file, so memory stays flat with the file's size. A
+cache file is used only when its size agrees with the count of ids in the `.len` file written
+after it; a file cut short is rebuilt.
 Legend: B batch, T block_size.
 """
 
@@ -39,6 +41,7 @@ from redthread.data.tokenizers import (
     check_tokenizer_request,
 )
 from redthread.errors import RedthreadError
+from redthread.files import atomic_write_text
 
 RELEASE_EVERY = 32  # batches between releases of the pages of a memory-mapped split that a process has touched
 CACHE_ENV = "REDTHREAD_CACHE"
@@ -219,13 +222,35 @@ def _cached(folder: Path, key: str, tokenizer: Tokenizer, encode: Callable[[], I
     """The ids cached under `key`, after writing them from `encode()` (arrays, in order) on a miss; memmapped."""
     dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65536 else np.uint32)
     path = folder / f"{key}.{dtype.name}.bin"
-    if not (path.is_file() and path.stat().st_size % dtype.itemsize == 0):
-        _write_atomic(path, (np.asarray(ids).astype(dtype, copy=False) for ids in encode()))
+    if not _intact(path, dtype):
+        n = _write_atomic(path, (np.asarray(ids).astype(dtype, copy=False) for ids in encode()))
+        _write_length(path, n)
     if path.stat().st_size == 0:  # np.memmap cannot map an empty file
         return np.zeros(0, dtype=dtype)
     tokens = np.memmap(path, dtype=dtype, mode="r")
     _advise(tokens, getattr(mmap, "MADV_RANDOM", None))  # training reads random windows: no read-ahead around them
     return tokens
+
+
+def _length_path(path: Path) -> Path:
+    return path.with_name(path.name + ".len")
+
+
+def _intact(path: Path, dtype: np.dtype) -> bool:
+    """Whether a cache file holds all the ids its `.len` file, written after it, says it holds: a file
+    cut short (a full disk, a crash of the file system, a copy stopped half-way) is rebuilt, not used."""
+    try:
+        n = int(_length_path(path).read_text(encoding="ascii"))
+        return path.stat().st_size == n * dtype.itemsize
+    except (OSError, ValueError):
+        return False
+
+
+def _write_length(path: Path, n: int) -> None:
+    try:
+        atomic_write_text(_length_path(path), str(n))
+    except RedthreadError as e:
+        raise RedthreadError(f"cannot write the token cache: {e}") from None
 
 
 def _cache_key(text: str, tokenizer: Tokenizer) -> str:
@@ -241,14 +266,17 @@ def _key(*parts: str) -> str:
     return h.hexdigest()
 
 
-def _write_atomic(path: Path, arrays: Iterable[np.ndarray]) -> None:
-    """Write the arrays one after another to a temporary file, then rename it to `path`: never a partial file."""
+def _write_atomic(path: Path, arrays: Iterable[np.ndarray]) -> int:
+    """Write the arrays one after another to a temporary file, then rename it to `path`: never a partial
+    file. Returns how many ids were written."""
+    n = 0
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 for ids in arrays:
                     f.write(ids.tobytes())
+                    n += len(ids)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
@@ -257,6 +285,7 @@ def _write_atomic(path: Path, arrays: Iterable[np.ndarray]) -> None:
             raise
     except OSError as e:
         raise RedthreadError(f"cannot write the token cache file {path}: {e.strerror or e}") from None
+    return n
 
 
 def _check_positive(**values: int) -> None:

@@ -72,6 +72,9 @@ class RepetitionPenalty:
         seen = torch.zeros_like(logits, dtype=torch.bool).scatter_(1, idx, True)  # (B, V)
         # dividing a negative logit would raise its probability, so negatives are multiplied
         penalized = torch.where(logits < 0, logits * self.penalty, logits / self.penalty)
+        # an extreme penalty (1e-308, 1e308) overflows: keep finite logits finite, at the limit the penalty tends to
+        big = torch.finfo(logits.dtype).max
+        penalized = torch.where(torch.isfinite(logits), penalized.clamp(-big, big), logits)
         return torch.where(seen, penalized, logits)
 
     def __repr__(self) -> str:
