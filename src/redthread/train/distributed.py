@@ -26,7 +26,7 @@ import atexit
 import os
 import signal
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import torch
 import torch.distributed as dist
@@ -129,28 +129,47 @@ class StopSignals:
     handler only notes the signal; the loop asks `any_rank(stop.seen)` after each step, and the
     ranks save that step together and stop. A second SIGINT stops at once. In one process Ctrl-C
     raises KeyboardInterrupt as usual, and SIGTERM (a scheduler's or `kill`'s stop) raises
-    `Terminated`, a KeyboardInterrupt, so both save the last step. Off the main thread nothing is
-    installed.
+    `Terminated`, a KeyboardInterrupt, so both save the last step; inside `deferred()` (a save in
+    progress) either waits until the block ends, so a stop never cuts a save in half. Off the main
+    thread nothing is installed.
     """
 
     def __init__(self):
         self.seen = False
         self.previous = {}
+        self.depth, self.pending = 0, None  # deferred() nesting, and the stop it holds back
         if threading.current_thread() is not threading.main_thread():
             return
         if world_size() > 1:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self.previous[sig] = signal.signal(sig, self._note)
         else:
-            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._terminate)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._interrupt)
 
     def _note(self, signum, frame) -> None:
         if self.seen and signum == signal.SIGINT:
             raise KeyboardInterrupt  # asked twice: stop now
         self.seen = True
 
-    def _terminate(self, signum, frame) -> None:
-        raise Terminated
+    def _interrupt(self, signum, frame) -> None:
+        stop = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        if self.depth:
+            self.pending = stop  # raised when the save in progress ends
+            return
+        raise stop
+
+    @contextmanager
+    def deferred(self):
+        """A block that a stop signal does not interrupt: the stop is raised once the block ends."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending is not None:
+                stop, self.pending = self.pending, None
+                raise stop
 
     def restore(self) -> None:
         for sig, handler in self.previous.items():

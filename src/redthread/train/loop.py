@@ -338,6 +338,10 @@ def train(
                              f"the learning rate ({cfg.lr:g}) is too high; {kept}")
 
     def checkpoint(rng: dict[str, Tensor] | None = None) -> None:
+        with stop.deferred():  # a stop signal waits until the save is whole
+            save(rng)
+
+    def save(rng: dict[str, Tensor] | None) -> None:
         nonlocal run_dir, metrics_path, saved_step, publish
         if run_dir is not None:
             check_finite()  # never write weights that are not finite
@@ -356,7 +360,7 @@ def train(
                 metrics_path = run_dir / "metrics.jsonl" if main else None
 
     restore_blocks = checkpoint_blocks(model) if cfg.activation_checkpointing else None  # before the first (traced) forward
-    stop = distributed.StopSignals()  # under torchrun: Ctrl-C stops every rank after the step, saved
+    stop = distributed.StopSignals()  # SIGINT/SIGTERM: stop after the step, saved (under torchrun: every rank)
     try:
         while step < cfg.max_iters:
             # the random state this step starts from: an interrupted step is redone from here on --resume
