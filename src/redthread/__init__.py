@@ -7,7 +7,7 @@ distribution from finite data by maximum likelihood, and predicts or generates w
     out = rt.generate(model, idx, max_new_tokens=100, top_p=0.9, seed=0)
 """
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
@@ -35,7 +35,7 @@ from redthread.viz.record import AttentionMaps, record_attention
 __version__ = "0.1.0"
 
 __all__ = [
-    "RedthreadError", "LanguageModel", "build_model",
+    "RedthreadError", "InvalidValue", "InvalidType", "MissingFile", "LanguageModel", "build_model",
     "LinearRegression", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
     "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",

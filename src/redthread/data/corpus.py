@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from redthread.errors import RedthreadError
+from redthread.errors import MissingFile, RedthreadError
 
 DOCUMENT_SEPARATOR = "\n\n"
 
@@ -169,7 +169,7 @@ def check_regular_file(path: Path, what: str = "corpus") -> None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise RedthreadError(f"{what} file not found: {path}") from None
+        raise MissingFile(f"{what} file not found: {path}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read {what} file {path}: {e.strerror or e}") from None
     if stat.S_ISDIR(mode):

@@ -29,7 +29,7 @@ from torch import Tensor
 from redthread.data.corpus import check_regular_file
 from redthread.data.lm import EVAL_SEED
 from redthread.data.tokenizers import CharTokenizer, Tokenizer
-from redthread.errors import RedthreadError
+from redthread.errors import MissingFile, RedthreadError
 from redthread.train.objectives import IGNORE_INDEX
 
 SPLITS = ("train", "val")
@@ -153,7 +153,7 @@ def load_lines(
     try:
         text = path.read_bytes().decode("utf-8-sig")  # -sig: a byte-order mark is not a character of line 1
     except FileNotFoundError:
-        raise RedthreadError(f"no such file: {path}") from None
+        raise MissingFile(f"no such file: {path}") from None
     except IsADirectoryError:
         raise RedthreadError(f"{path} is a folder, not a text file") from None
     except UnicodeDecodeError as e:

@@ -39,7 +39,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 
 
 class Processor(Protocol):
@@ -47,9 +47,9 @@ class Processor(Protocol):
 
 
 def _float(name: str, value: object) -> float:
-    """A finite real number (bools are not numbers here), or a RedthreadError naming it."""
+    """A finite real number (bools are not numbers here), or an InvalidValue (a ValueError) naming it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise RedthreadError(f"{name} must be a finite number, got {value!r}")
+        raise InvalidValue(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
 
@@ -64,7 +64,7 @@ class RepetitionPenalty:
     def __init__(self, penalty: float):
         penalty = _float("repetition_penalty", penalty)
         if penalty <= 0:
-            raise RedthreadError(f"repetition_penalty must be > 0, got {penalty!r}")
+            raise InvalidValue(f"repetition_penalty must be > 0, got {penalty!r}")
         self.penalty = penalty
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -93,7 +93,7 @@ class Temperature:
         t = _float("temperature", t)
         if t <= 0:
             # t == 0 is greedy decoding, which build_processors handles without dividing by 0
-            raise RedthreadError(f"temperature must be > 0 here (0 means greedy), got {t!r}")
+            raise InvalidValue(f"temperature must be > 0 here (0 means greedy), got {t!r}")
         self.t = t
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -112,7 +112,7 @@ class TopK:
 
     def __init__(self, k: int):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise RedthreadError(f"top_k must be an integer >= 1, got {k!r}")
+            raise InvalidValue(f"top_k must be an integer >= 1, got {k!r}")
         self.k = int(k)
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -131,7 +131,7 @@ class TopP:
     def __init__(self, p: float):
         p = _float("top_p", p)
         if not 0 < p <= 1:
-            raise RedthreadError(f"top_p must be in (0, 1], got {p!r}")
+            raise InvalidValue(f"top_p must be in (0, 1], got {p!r}")
         self.p = p
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -155,7 +155,7 @@ class MinP:
     def __init__(self, p: float):
         p = _float("min_p", p)
         if not 0 < p <= 1:
-            raise RedthreadError(f"min_p must be in (0, 1], got {p!r}")
+            raise InvalidValue(f"min_p must be in (0, 1], got {p!r}")
         self.p = p
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -186,7 +186,7 @@ def build_processors(
     if temperature is not None:
         temperature = _float("temperature", temperature)
         if temperature < 0:
-            raise RedthreadError(f"temperature must be >= 0, got {temperature!r}")
+            raise InvalidValue(f"temperature must be >= 0, got {temperature!r}")
     greedy = temperature == 0
 
     penalty = None if repetition_penalty is None else RepetitionPenalty(repetition_penalty)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.generate.processors import build_processors, sample_next
 from redthread.layers.attention import RECORDER
 from redthread.models.base import model_device
@@ -59,14 +59,14 @@ def generate_stream(
     if idx.dim() == 1:
         idx = idx[None]
     if idx.dim() != 2 or idx.size(1) == 0:
-        raise RedthreadError("the prompt must contain at least one token")
+        raise InvalidValue("the prompt must contain at least one token")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise RedthreadError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
+        raise InvalidValue(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
     if not isinstance(num_samples, int) or num_samples < 1:
-        raise RedthreadError(f"num_samples must be a positive integer, got {num_samples!r}")
+        raise InvalidValue(f"num_samples must be a positive integer, got {num_samples!r}")
     vocab_size = model.cfg.vocab_size
     if idx.min() < 0 or idx.max() >= vocab_size:
-        raise RedthreadError(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
+        raise InvalidValue(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
     return _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples)
 
 

@@ -3,7 +3,7 @@
 Not a new rung: the top one (models/transformer.py) with weights trained elsewhere, which
 tests the claim that the modules of C6-C11 are the real thing: loaded with BERT's or GPT-2's
 weights they give `transformers`' hidden states, attention weights and logits to 1e-5
-(tests/models/test_pretrained.py). Two families map onto the existing modules:
+(tests/interop/test_huggingface.py). Two families map onto the existing modules:
 - BERT (Devlin et al. 2019): a post-norm `Encoder` with learned positions, token-type
   (segment) embeddings, a LayerNorm on the embeddings and exact GELU;
   model(idx, src_mask, token_types) -> the last hidden states (B, T, C).

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import RotaryEmbedding
 
@@ -84,7 +84,7 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__()
         if n_head < 1 or d_model % n_head != 0:
-            raise RedthreadError(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
+            raise InvalidValue(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
         self.d_model, self.n_head, self.d_head = d_model, n_head, d_model // n_head
         self.causal = causal
         self.dropout = dropout

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
@@ -43,7 +43,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, norm: str, dropout: float, bias: bool, eps: float = 1e-5):
         super().__init__()
         if norm not in NORMS:
-            raise RedthreadError(f"norm must be one of {NORMS}, got {norm!r}")
+            raise InvalidValue(f"norm must be one of {NORMS}, got {norm!r}")
         self.pre = norm == "pre"
         self.norm = nn.LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else None  # None: not even a no-op call
@@ -107,7 +107,7 @@ class DecoderBlock(nn.Module):
         x = self.self_attn_res.add(x, self.self_attn(h, cache=None if cache is None else cache.self_attn)[0])
         if self.cross_attn is not None:
             if memory is None:  # without it, cross-attention would silently become non-causal self-attention
-                raise RedthreadError("this decoder has cross-attention: pass memory (the encoder output)")
+                raise InvalidValue("this decoder has cross-attention: pass memory (the encoder output)")
             h = self.cross_attn_res.normed_input(x)
             kv_cache = None if cache is None else cache.cross_attn
             x = self.cross_attn_res.add(x, self.cross_attn(h, context=memory, mask=memory_mask, cache=kv_cache)[0])
@@ -129,7 +129,7 @@ class DecodeStep:
 
     def __init__(self, block: DecoderBlock):
         if block.cross_attn is not None:
-            raise RedthreadError("DecodeStep covers self-attention blocks only; this one has cross-attention")
+            raise InvalidValue("DecodeStep covers self-attention blocks only; this one has cross-attention")
         attn, ffn = block.self_attn, block.ffn
         self.qkv, self.out = _transposed(attn.qkv_proj), _transposed(attn.out_proj)
         self.fc_in, self.fc_out = _transposed(ffn.fc_in), _transposed(ffn.fc_out)

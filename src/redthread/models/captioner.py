@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from redthread.data.captions import BOS, EOS, PAD, ImageText
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 from redthread.models.transformer import ConditionedDecoder, Decoder, TransformerConfig
 from redthread.models.vit import VIT_POSITIONAL, ViT, ViTConfig
@@ -47,10 +47,10 @@ class CaptionerConfig(ConfigMixin):
         check_positive_ints(self, "vocab_size", "max_len", "image_size", "patch_size", "channels",
                             "n_layer_encoder", "n_layer_decoder", "n_head", "d_model")
         if self.vocab_size <= EOS + 1:
-            raise RedthreadError(f"vocab_size {self.vocab_size} leaves no caption words beside <pad> <bos> <eos>")
+            raise InvalidValue(f"vocab_size {self.vocab_size} leaves no caption words beside <pad> <bos> <eos>")
         check_dropout(self.dropout)
         if self.pos not in VIT_POSITIONAL:
-            raise RedthreadError(f"pos must be one of {', '.join(VIT_POSITIONAL)}; got {self.pos!r}")
+            raise InvalidValue(f"pos must be one of {', '.join(VIT_POSITIONAL)}; got {self.pos!r}")
         self.encoder_config()  # the patch and head checks live there
         self.decoder_config()
 
@@ -84,9 +84,9 @@ class Captioner(nn.Module):
     def forward(self, x: ImageText | Tensor, tokens: Tensor | None = None) -> Tensor:
         images, tokens = (x.images, x.tokens) if isinstance(x, ImageText) else (x, tokens)
         if tokens is None:
-            raise RedthreadError("the captioner needs the caption so far: model(ImageText(images, tokens))")
+            raise InvalidValue("the captioner needs the caption so far: model(ImageText(images, tokens))")
         if tokens.dim() != 2 or tokens.size(0) != images.size(0):
-            raise RedthreadError(f"tokens must be (batch, length) for {images.size(0)} images, got {tuple(tokens.shape)}")
+            raise InvalidValue(f"tokens must be (batch, length) for {images.size(0)} images, got {tuple(tokens.shape)}")
         return self.decoder(tokens, memory=self.encode(images))  # (B, T, V)
 
     def conditioned_on(self, images: Tensor) -> ConditionedDecoder:

@@ -56,10 +56,6 @@ RUNGS: dict[str, tuple[str, dict]] = {
 }
 
 
-def register(model_cls: type[nn.Module], config_cls: type) -> None:
-    MODELS[model_cls.__name__] = (model_cls, config_cls)
-
-
 def rung_class(name: str) -> str:
     """The model class behind a rung name (or a class name itself)."""
     if name in RUNGS:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.layers.blocks import NORMS, DecoderBlock, DecodeStep, EncoderBlock, LayerCache
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
@@ -61,19 +61,19 @@ class TransformerConfig(ConfigMixin):
     def __post_init__(self):
         check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")
         if self.d_model % self.n_head != 0:
-            raise RedthreadError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+            raise InvalidValue(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
-            raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
+            raise InvalidValue(f"d_ff must be a positive integer, got {self.d_ff!r}")
         check_dropout(self.dropout)
         if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
-            raise RedthreadError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+            raise InvalidValue(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
         if not isinstance(self.embed_norm, bool):
-            raise RedthreadError(f"embed_norm must be true or false, got {self.embed_norm!r}")
+            raise InvalidValue(f"embed_norm must be true or false, got {self.embed_norm!r}")
         if not isinstance(self.type_vocab_size, int) or isinstance(self.type_vocab_size, bool) or self.type_vocab_size < 0:
-            raise RedthreadError(f"type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}")
+            raise InvalidValue(f"type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}")
         for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
             if getattr(self, name) not in allowed:
-                raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
 
     @property
     def d_head(self) -> int:
@@ -127,7 +127,7 @@ class Embedding(nn.Module):
         """idx (B, T) -> (B, T, C); token_types (B, T), default all 0, when the model has type embeddings."""
         T = idx.size(1)
         if start + T > self.block_size:
-            raise RedthreadError(f"sequence of {start + T} tokens is longer than the context window ({self.block_size})")
+            raise InvalidValue(f"sequence of {start + T} tokens is longer than the context window ({self.block_size})")
         x = self.tok_emb(idx)  # (B, T, C)
         pos = self.pos_emb(start, T)  # (T, C) or None
         if pos is not None:
@@ -135,7 +135,7 @@ class Embedding(nn.Module):
         if self.type_emb is not None:
             x = x + (self.type_emb.weight[0] if token_types is None else self.type_emb(token_types))
         elif token_types is not None:
-            raise RedthreadError("this model has no token-type embeddings (type_vocab_size=0): pass no token_types")
+            raise InvalidValue("this model has no token-type embeddings (type_vocab_size=0): pass no token_types")
         return self.drop(x if self.norm is None else self.norm(x))
 
 

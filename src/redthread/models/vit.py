@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.layers.blocks import EncoderBlock
 from redthread.layers.positional import sinusoidal_table
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
@@ -55,21 +55,21 @@ class ViTConfig(ConfigMixin):
     def __post_init__(self):
         check_positive_ints(self, "image_size", "patch_size", "channels", "n_layer", "n_head", "d_model")
         if not isinstance(self.n_classes, int) or isinstance(self.n_classes, bool) or self.n_classes < 0:
-            raise RedthreadError(f"n_classes must be a non-negative integer, got {self.n_classes!r}")
+            raise InvalidValue(f"n_classes must be a non-negative integer, got {self.n_classes!r}")
         if self.n_classes == 1:
-            raise RedthreadError("n_classes must be at least 2 (or 0 for an encoder with no head), got 1")
+            raise InvalidValue("n_classes must be at least 2 (or 0 for an encoder with no head), got 1")
         if self.image_size % self.patch_size != 0:
-            raise RedthreadError(f"patch_size {self.patch_size} does not divide the image size {self.image_size}")
+            raise InvalidValue(f"patch_size {self.patch_size} does not divide the image size {self.image_size}")
         if self.d_model % self.n_head != 0:
-            raise RedthreadError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+            raise InvalidValue(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
-            raise RedthreadError(f"d_ff must be a positive integer, got {self.d_ff!r}")
+            raise InvalidValue(f"d_ff must be a positive integer, got {self.d_ff!r}")
         check_dropout(self.dropout)
         for name, allowed in (("pool", POOLS), ("pos", VIT_POSITIONAL)):
             if getattr(self, name) not in allowed:
-                raise RedthreadError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         if self.pos == "sinusoidal2d" and self.d_model % 4 != 0:
-            raise RedthreadError(f"pos sinusoidal2d needs d_model divisible by 4 (sin and cos for rows and columns), got {self.d_model}")
+            raise InvalidValue(f"pos sinusoidal2d needs d_model divisible by 4 (sin and cos for rows and columns), got {self.d_model}")
 
     @property
     def grid(self) -> int:
@@ -134,11 +134,11 @@ class ViT(nn.Module):
     def check_images(self, images: Tensor) -> None:
         cfg = self.cfg
         if images.dim() != 4:
-            raise RedthreadError(f"images must be (batch, channels, height, width), got shape {tuple(images.shape)}")
+            raise InvalidValue(f"images must be (batch, channels, height, width), got shape {tuple(images.shape)}")
         if images.size(1) != cfg.channels:
-            raise RedthreadError(f"images have {images.size(1)} channel(s), the model expects {cfg.channels}")
+            raise InvalidValue(f"images have {images.size(1)} channel(s), the model expects {cfg.channels}")
         if images.shape[2:] != (cfg.image_size, cfg.image_size):
-            raise RedthreadError(
+            raise InvalidValue(
                 f"images are {images.size(2)}x{images.size(3)} pixels, the model expects {cfg.image_size}x{cfg.image_size}"
             )
 
@@ -155,7 +155,7 @@ class ViT(nn.Module):
 
     def forward(self, images: Tensor) -> Tensor:
         if self.head is None:
-            raise RedthreadError("this ViT has no classification head (n_classes=0): use encode(images)")
+            raise InvalidValue("this ViT has no classification head (n_classes=0): use encode(images)")
         x = self.encode(images)  # (B, P + 1, C)
         pooled = x[:, 0] if self.cls_token is not None else x.mean(1)  # (B, C)
         return self.head(pooled)  # (B, K)

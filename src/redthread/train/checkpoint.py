@@ -36,7 +36,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text
 from redthread.models.registry import MODELS, build_model, load_weights
 
@@ -235,7 +235,7 @@ def _check_file(path: Path) -> None:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise RedthreadError(f"no checkpoint at {path}") from None
+        raise MissingFile(f"no checkpoint at {path}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
     if stat.S_ISDIR(mode):

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError
 from redthread.files import atomic_write, atomic_write_text
 from redthread.models.base import model_device
 from redthread.train import distributed
@@ -92,41 +92,43 @@ class TrainConfig:
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval"):
             if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
-                raise RedthreadError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         for name in ("warmup_iters", "eval_batches"):
             if not _is_int(getattr(self, name)) or getattr(self, name) < (name == "eval_batches"):
-                raise RedthreadError(f"{name} must be an integer >= {int(name == 'eval_batches')}, got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be an integer >= {int(name == 'eval_batches')}, got {getattr(self, name)!r}")
         for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip"):
             if not _is_finite(getattr(self, name)):
-                raise RedthreadError(f"{name} must be a finite number, got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be a finite number, got {getattr(self, name)!r}")
         if not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
-            raise RedthreadError(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+            raise InvalidValue(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
         if self.grad_clip < 0 or self.weight_decay < 0:
-            raise RedthreadError(f"grad_clip and weight_decay must be >= 0, got {self.grad_clip} and {self.weight_decay}")
+            raise InvalidValue(f"grad_clip and weight_decay must be >= 0, got {self.grad_clip} and {self.weight_decay}")
         for name in ("beta1", "beta2"):  # AdamW's moment decay rates
             if not 0 <= getattr(self, name) < 1:
-                raise RedthreadError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+                raise InvalidValue(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if not _is_int(self.seed) or not 0 <= self.seed < MAX_SEED:
-            raise RedthreadError(f"seed must be an integer in [0, 2**63 - 2**16), got {self.seed!r}")
+            raise InvalidValue(f"seed must be an integer in [0, 2**63 - 2**16), got {self.seed!r}")
         if self.max_time is not None and not (_is_finite(self.max_time) and self.max_time > 0):
-            raise RedthreadError(f"max_time must be a positive number of seconds, got {self.max_time}")
+            raise InvalidValue(f"max_time must be a positive number of seconds, got {self.max_time}")
         if self.precision not in PRECISIONS:
-            raise RedthreadError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
+            raise InvalidValue(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
         for name in ("compile", "activation_checkpointing"):
             if not isinstance(getattr(self, name), bool):
-                raise RedthreadError(f"{name} must be true or false, got {getattr(self, name)!r}")
+                raise InvalidValue(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.peak_flops is not None and not (_is_finite(self.peak_flops) and self.peak_flops > 0):
-            raise RedthreadError(f"peak_flops must be a positive number of FLOP/s, got {self.peak_flops!r}")
+            raise InvalidValue(f"peak_flops must be a positive number of FLOP/s, got {self.peak_flops!r}")
         if not isinstance(self.device, str):
-            raise RedthreadError(f"device must be a name (auto, cpu, cuda, cuda:N), got {self.device!r}")
+            raise InvalidValue(f"device must be a name (auto, cpu, cuda, cuda:N), got {self.device!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise InvalidValue(f"unknown TrainConfig field(s): {', '.join(unknown)}")
+        return cls(**d)
 
 
 @dataclass
@@ -147,15 +149,15 @@ def resolve_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise RedthreadError(f"unknown device {name!r}: use auto, cpu or cuda") from None
+        raise InvalidValue(f"unknown device {name!r}: use auto, cpu or cuda") from None
     if device.type not in DEVICE_TYPES:
-        raise RedthreadError(f"device {name!r} cannot run a model: use auto, cpu or cuda")
+        raise InvalidValue(f"device {name!r} cannot run a model: use auto, cpu or cuda")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise RedthreadError("device mps requested but this machine has no Apple GPU")
+        raise InvalidValue("device mps requested but this machine has no Apple GPU")
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise RedthreadError("device cuda requested but no CUDA GPU is available")
+        raise InvalidValue("device cuda requested but no CUDA GPU is available")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise RedthreadError(f"device {name} requested but this machine has {torch.cuda.device_count()} GPU(s)")
+        raise InvalidValue(f"device {name} requested but this machine has {torch.cuda.device_count()} GPU(s)")
     return device
 
 
