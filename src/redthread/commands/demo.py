@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from redthread.commands.sample import sample_text
-from redthread.commands.train import check_run_dir, load_data, train_language_model
+from redthread.commands.train import check_run_dir, train_language_model
+from redthread.data.lm import load_splits
 from redthread.errors import RedthreadError
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -55,8 +56,8 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     say("redthread demo: a character-level Transformer learns P(next character | previous characters)")
     say("from Shakespeare's 37 plays by maximum likelihood, then writes with it.\n")
 
-    data, tokenizer = load_data(None, "char", None)
-    train_tokens, val_tokens = data.split("train").tokens, data.split("val").tokens
+    train_split, val_split, tokenizer = load_splits(None, "char", None)
+    train_tokens, val_tokens = train_split.tokens, val_split.tokens
     say(f"corpus: {len(train_tokens):,} training / {len(val_tokens):,} validation characters "
           f"(validation = 4 whole plays), vocabulary {tokenizer.vocab_size} characters; device: {device_}")
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_writable
 from redthread.models.registry import RUNGS, build_model
@@ -353,10 +354,8 @@ def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: in
 
 def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 64) -> LadderData:
     """The default corpus (None) or a UTF-8 text file, as one stream of tokens cut into windows."""
-    from redthread.commands.train import load_data
-
-    source, tokenizer = load_data(path, tokenizer_kind, None)
-    source.block_size = block_size
+    train_split, val_split, tokenizer = load_splits(path, tokenizer_kind, None)
+    source = LMData(train_split, val_split, block_size)
     source.check_lengths()
     name = "Shakespeare's plays (characters)" if path is None else Path(path).name
     return LadderData(name, source, tokenizer.vocab_size, block_size, tokenizer,

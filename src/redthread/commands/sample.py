@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from redthread.commands.train import load_data
+from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
 from redthread.generate.processors import build_processors
 from redthread.generate.sampler import generate_stream
@@ -106,6 +106,5 @@ def evaluate_run(checkpoint: str, data: str | None = None, split: str = "val", d
     """Exact NLL of a split under a run's model, with the run's own tokenizer."""
     ckpt = load_run(checkpoint, device)
     data = data if data is not None else ckpt.extra.get("data")
-    lm_data, _ = load_data(data, ckpt.tokenizer.kind, None, ckpt.tokenizer)
-    lm_data.block_size = ckpt.model.cfg.block_size
-    return evaluate(ckpt.model, lm_data, split, batch_size=64)
+    train_split, val_split, _ = load_splits(data, ckpt.tokenizer.kind, None, ckpt.tokenizer)
+    return evaluate(ckpt.model, LMData(train_split, val_split, ckpt.model.cfg.block_size), split, batch_size=64)

@@ -17,10 +17,7 @@ from pathlib import Path
 
 import torch
 
-from redthread.data.corpus import load_corpus, split_corpus
-from redthread.data.dataset import prepare_splits
-from redthread.data.lm import LMData
-from redthread.data.tokenizers import train_tokenizer
+from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
 from redthread.files import check_free_space
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -51,25 +48,6 @@ def check_disk(folder: Path, model: torch.nn.Module) -> None:
     nbytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
     if distributed.is_main():
         check_free_space(folder, int(nbytes * 1.1) + 2**20, "a checkpoint of this model")
-
-
-def load_data(data: str | None, tokenizer_kind: str, vocab_size: int | None, tokenizer=None) -> tuple[LMData, object]:
-    """Corpus -> (train, validation) token splits and the tokenizer (trained unless given).
-
-    Characters: the alphabet of the whole corpus, so validation has no unknown symbols; BPE:
-    merges learned from the training split only (any byte stays encodable). The default corpus
-    (37 plays, ~5 MB) is read whole; a file is streamed, never held (`prepare_file_splits`)."""
-    if data is not None:
-        from redthread.data.dataset import prepare_file_splits
-
-        train_split, val_split, tokenizer = prepare_file_splits(data, tokenizer_kind, vocab_size, tokenizer)
-        return LMData(train_split, val_split), tokenizer
-    corpus = load_corpus(data)
-    train_text, val_text = split_corpus(corpus)
-    if tokenizer is None:
-        tokenizer = train_tokenizer(tokenizer_kind, corpus.text if tokenizer_kind == "char" else train_text, vocab_size)
-    train_split, val_split = prepare_splits(train_text, val_text, tokenizer)
-    return LMData(train_split, val_split), tokenizer
 
 
 def resolve_model_config(requested: dict, vocab_size: int, saved: dict | None) -> TransformerConfig:
@@ -121,10 +99,10 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
         train_cfg = TrainConfig.from_dict({**(ckpt.train_config or {}), **train_overrides})
 
     resolve_device(train_cfg.device)  # an unusable device fails before the data are read
-    lm_data, tokenizer = load_data(data, tokenizer_kind, vocab_size, tokenizer)
+    train_split, val_split, tokenizer = load_splits(data, tokenizer_kind, vocab_size, tokenizer)
     cfg = resolve_model_config(model_overrides, tokenizer.vocab_size, saved_model_cfg)
     check_training_memory(cfg, train_cfg)  # before anything is allocated, and before the lengths (block_size 1e12)
-    lm_data.block_size = cfg.block_size
+    lm_data = LMData(train_split, val_split, cfg.block_size)
     lm_data.check_lengths()
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
     model = TransformerLM(cfg)

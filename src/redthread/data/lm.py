@@ -1,8 +1,10 @@
 """Language-model data for the training loop: two token splits, windows of block_size tokens.
 
-`LMData` is the data source `redthread.train.loop.train` expects: random training windows,
-validation either as a fixed sample of windows (a quick estimate during training) or as every
-token once (`max_batches=None`, the exact NLL of the split).
+`load_splits` turns a corpus (the default plays, or a file, streamed) into (train, validation)
+token splits and the tokenizer; `LMData` is the data source `redthread.train.loop.train` expects,
+made once with the context it serves: random training windows, validation either as a fixed
+sample of windows (a quick estimate during training) or as every token once
+(`max_batches=None`, the exact NLL of the split).
 """
 
 from __future__ import annotations
@@ -11,14 +13,36 @@ from collections.abc import Iterator
 
 import torch
 
-from redthread.data.dataset import TokenSplit, get_batch, iter_eval_windows
-from redthread.errors import RedthreadError
+from redthread.data.corpus import load_corpus, split_corpus
+from redthread.data.dataset import TokenSplit, get_batch, iter_eval_windows, prepare_file_splits, prepare_splits
+from redthread.data.tokenizers import Tokenizer, train_tokenizer
+from redthread.errors import InvalidValue, RedthreadError
 
 EVAL_SEED = 0  # the periodic estimate scores the same windows every time, and draws nothing from the training RNG
 
 
+def load_splits(
+    data: str | None, tokenizer_kind: str = "char", vocab_size: int | None = None, tokenizer: Tokenizer | None = None
+) -> tuple[TokenSplit, TokenSplit, Tokenizer]:
+    """A corpus -> its (train, validation) token splits and the tokenizer (trained unless given).
+
+    Characters: the alphabet of the whole corpus, so validation has no unknown symbols; BPE:
+    merges learned from the training split only (any byte stays encodable). The default corpus
+    (`data=None`: 37 plays, ~5 MB) is read whole; a file is streamed, never held (`prepare_file_splits`)."""
+    if data is not None:
+        return prepare_file_splits(data, tokenizer_kind, vocab_size, tokenizer)
+    corpus = load_corpus(data)
+    train_text, val_text = split_corpus(corpus)
+    if tokenizer is None:
+        tokenizer = train_tokenizer(tokenizer_kind, corpus.text if tokenizer_kind == "char" else train_text, vocab_size)
+    train_split, val_split = prepare_splits(train_text, val_text, tokenizer)
+    return train_split, val_split, tokenizer
+
+
 class LMData:
-    def __init__(self, train: TokenSplit, val: TokenSplit, block_size: int = 256):
+    def __init__(self, train: TokenSplit, val: TokenSplit, block_size: int):
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
+            raise InvalidValue(f"block_size must be a positive integer, got {block_size!r}")
         self.splits = {"train": train, "val": val}
         self.block_size = block_size
 
