@@ -8,6 +8,7 @@ distribution from finite data by maximum likelihood, and predicts or generates w
 """
 
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
+from redthread.generate.config import SampleConfig
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
@@ -42,7 +43,7 @@ __all__ = [
     "CaptionerConfig", "Captioner",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
-    "generate", "generate_stream", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
+    "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
     "from_pretrained", "export_gpt2",

@@ -258,13 +258,13 @@ def run(args) -> None:
             print(f"run folder: {run.run_dir}")
     elif args.command == "sample":
         from redthread.commands.sample import read_prompt, sample_text
+        from redthread.generate.config import SampleConfig
 
         prompt = read_prompt(args.prompt, args.prompt_file)
         stream = (lambda s: print(s, end="", flush=True)) if args.num_samples == 1 else None
-        texts = sample_text(
-            args.checkpoint, prompt, args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.min_p,
-            args.repetition_penalty, args.num_samples, args.seed, not args.no_cache, args.unknown, args.device, stream,
-        )
+        sampling = SampleConfig(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty, args.seed)
+        texts = sample_text(args.checkpoint, prompt, args.max_new_tokens, sampling, args.num_samples,
+                            use_cache=not args.no_cache, unknown=args.unknown, device=args.device, stream=stream)
         if stream:
             print()
         else:

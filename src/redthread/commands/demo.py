@@ -20,6 +20,7 @@ from redthread.commands.sample import sample_text
 from redthread.commands.train import check_run_dir, train_language_model
 from redthread.data.lm import load_splits
 from redthread.errors import RedthreadError
+from redthread.generate.config import SampleConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
@@ -86,7 +87,8 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
         say(f"{name:34s} {n:>11,} {nll:>10.3f} {nll / ln2:>10.3f} {math.exp(nll):>11.2f}")
 
     say("\nsamples (top-p 0.9, temperature 0.8; three in one batch):")
-    texts = sample_text(str(out), prompt="\n", max_new_tokens=240, temperature=0.8, top_p=0.9, num_samples=3, seed=0, device=device)
+    texts = sample_text(str(out), prompt="\n", max_new_tokens=240, sampling=SampleConfig(temperature=0.8, top_p=0.9, seed=0),
+                        num_samples=3, device=device)
     for i, text in enumerate(texts):
         say(f"--- sample {i + 1} ---{text.rstrip()}\n")
     say(f"run folder: {out}  (checkpoint.safetensors, metrics.jsonl, loss.png)")

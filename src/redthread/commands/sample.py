@@ -14,7 +14,7 @@ import torch
 
 from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
-from redthread.generate.processors import build_processors
+from redthread.generate.config import SampleConfig
 from redthread.generate.sampler import generate_stream
 from redthread.models.size import check_generation_memory
 from redthread.train.checkpoint import read_checkpoint
@@ -50,23 +50,19 @@ def sample_text(
     checkpoint: str,
     prompt: str | None = None,
     max_new_tokens: int = 500,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    min_p: float | None = None,
-    repetition_penalty: float | None = None,
+    sampling: SampleConfig | None = None,
     num_samples: int = 1,
-    seed: int | None = None,
     use_cache: bool = True,
     unknown: str = "error",
     device: str = "auto",
     stream: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """Generate `num_samples` continuations of `prompt`; each returned text includes the prompt.
+    """Generate `num_samples` continuations of `prompt` with `sampling` (default: plain sampling at
+    temperature 1); each returned text includes the prompt.
 
     Without a prompt the model starts from a newline, or from its first token where the
     tokenizer has no newline."""
-    build_processors(temperature, top_k, top_p, min_p, repetition_penalty)  # bad values fail before loading
+    sampling = sampling or SampleConfig()  # its values were checked when it was made, before loading
     if unknown not in ("error", "replace"):
         raise RedthreadError(f"--unknown must be error or replace, got {unknown!r}")
     ckpt = load_run(checkpoint, device)
@@ -80,8 +76,8 @@ def sample_text(
     except RedthreadError as e:
         raise RedthreadError(f"the prompt {str(e).removeprefix('text ')} (--unknown replace maps them to a space)") from None
     idx = torch.tensor([ids], dtype=torch.long)
-    tokens = generate_stream(model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
-                             seed, use_cache, num_samples)  # checks every argument before anything is printed
+    tokens = generate_stream(model, idx, max_new_tokens, use_cache=use_cache, num_samples=num_samples,
+                             sampling=sampling)  # checks every argument before anything is printed
     check_generation_memory(model, num_samples, len(ids), max_new_tokens)  # before the first cache is allocated
     streaming = stream is not None and num_samples == 1
     if streaming:

@@ -27,7 +27,8 @@ import torch
 from torch import Tensor, nn
 
 from redthread.errors import InvalidValue
-from redthread.generate.processors import build_processors, sample_next
+from redthread.generate.config import SampleConfig
+from redthread.generate.processors import sample_next
 from redthread.layers.attention import RECORDER
 from redthread.models.base import model_device
 
@@ -51,11 +52,14 @@ def generate_stream(
     seed: int | None = None,
     use_cache: bool = True,
     num_samples: int = 1,
+    sampling: SampleConfig | None = None,
 ) -> Iterator[Tensor]:
     """An iterator over the new tokens (B * num_samples, 1), each as it is sampled.
 
-    The arguments are checked here, at the call, not at the first token."""
-    processors, greedy = build_processors(temperature, top_k, top_p, min_p, repetition_penalty)
+    `sampling` (a SampleConfig) replaces the five sampling settings and the seed when given. The
+    arguments are checked here, at the call, not at the first token."""
+    sampling = sampling or SampleConfig(temperature, top_k, top_p, min_p, repetition_penalty, seed)
+    processors, greedy = sampling.build_processors()
     if idx.dim() == 1:
         idx = idx[None]
     if idx.dim() != 2 or idx.size(1) == 0:
@@ -67,7 +71,7 @@ def generate_stream(
     vocab_size = model.cfg.vocab_size
     if idx.min() < 0 or idx.max() >= vocab_size:
         raise InvalidValue(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
-    return _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples)
+    return _decode(model, idx, max_new_tokens, processors, greedy, sampling, use_cache, num_samples)
 
 
 def decoding_step(model: nn.Module) -> Callable | None:
@@ -84,12 +88,10 @@ def decoding_step(model: nn.Module) -> Callable | None:
 
 
 @torch.inference_mode()
-def _decode(model, idx, max_new_tokens, processors, greedy, seed, use_cache, num_samples) -> Iterator[Tensor]:
+def _decode(model, idx, max_new_tokens, processors, greedy, sampling, use_cache, num_samples) -> Iterator[Tensor]:
     device = model_device(model)
     seq = idx.to(device).repeat_interleave(num_samples, dim=0)  # (B, T)
-    generator = torch.Generator(device) if seed is not None else None
-    if generator is not None:
-        generator.manual_seed(seed)
+    generator = sampling.generator(device)
     W = model.block_size
     was_training = model.training
     model.eval()
@@ -133,13 +135,17 @@ def generate(
     use_cache: bool = True,
     num_samples: int = 1,
     on_token: Callable[[Tensor], None] | None = None,
+    sampling: SampleConfig | None = None,
 ) -> Tensor:
-    """Continue each prompt row of idx (B, T) by max_new_tokens -> (B * num_samples, T + new)."""
+    """Continue each prompt row of idx (B, T) by max_new_tokens -> (B * num_samples, T + new).
+
+    `sampling` (a SampleConfig) replaces the five sampling settings and the seed when given."""
     if idx.dim() == 1:
         idx = idx[None]
     new = []
     for nxt in generate_stream(
-        model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed, use_cache, num_samples
+        model, idx, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed, use_cache, num_samples,
+        sampling,
     ):
         new.append(nxt)
         if on_token is not None:
