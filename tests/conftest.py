@@ -17,6 +17,9 @@ import torch
 
 torch.set_num_threads(1)
 
+# the command-line tests' fixtures: an autouse token cache in the session's temp folder, a tiny corpus
+pytest_plugins = ["tests.cli_helpers"]
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

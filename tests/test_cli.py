@@ -3,7 +3,6 @@ one line on stderr naming the problem, a non-zero exit, no traceback, nothing sa
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -11,58 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from redthread.cli import main
-
-TINY_MODEL = ["--n-layer", "1", "--n-head", "2", "--d-model", "16", "--block-size", "16"]
-TINY_TRAIN = ["--max-iters", "12", "--batch-size", "4", "--eval-interval", "6", "--eval-batches", "2",
-              "--log-interval", "3", "--warmup-iters", "2", "--no-progress"]
-
-
-def cli(*args) -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    import contextlib
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as e:  # argparse
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code != 0
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "error" in lines[0] and "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(autouse=True)
-def token_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("REDTHREAD_CACHE", str(tmp_path_factory.getbasetemp() / "token-cache"))
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "tiny.txt"
-    path.write_text("to be, or not to be: that is the question.\n" * 60, encoding="utf-8")
-    return path
+from tests.cli_helpers import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, digest, train_tiny_run
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, corpus) -> Path:
-    os.environ["REDTHREAD_CACHE"] = str(tmp_path_factory.getbasetemp() / "token-cache")
-    out = tmp_path_factory.mktemp("runs") / "tiny"
-    code, stdout, err = cli("train", "--data", corpus, "--out", out, *TINY_MODEL, *TINY_TRAIN)
-    assert code == 0, err
+    out, stdout = train_tiny_run(tmp_path_factory, corpus)
     assert "bits/char" in stdout
     return out
 

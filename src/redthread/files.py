@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -92,6 +93,32 @@ def check_writable(folder: Path, what: str = "output folder") -> None:
             os.fsync(f.fileno())
     except OSError as e:
         raise RedthreadError(f"cannot write to the {what} {folder}: {reason(e)}") from None
+
+
+def fresh_output_path(path: Path, overwrite: bool) -> Path:
+    """The path of an output file about to be written, if it may be: one that exists is refused unless
+    `overwrite`, a folder always; its folder is checked writable now, not after the work is done."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise RedthreadError(f"{path} already exists; pass --overwrite to replace it")
+    if path.exists() and path.is_dir():
+        raise RedthreadError(f"{path} is a folder, not a file")
+    check_writable(path.parent)  # a read-only or full place fails now, not after the model has run
+    return path
+
+
+NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def irregular_kind(path: Path) -> str | None:
+    """What `path` is when it is not a regular file ("a folder", "a FIFO (named pipe)", ...), None when it
+    is one: asked with stat, before any open (opening a FIFO blocks until a writer comes). A missing or
+    unreadable path raises the OSError of stat (FileNotFoundError, PermissionError)."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for is_kind, name in NOT_REGULAR if is_kind(mode)), "not a regular file")
 
 
 def check_free_space(folder: Path, needed: int, what: str) -> None:

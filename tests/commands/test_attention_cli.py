@@ -10,7 +10,7 @@ import torch
 
 import redthread as rt
 from redthread.data.tokenizers import CharTokenizer
-from tests.test_cli import assert_one_line_error, cli, digest
+from tests.cli_helpers import assert_one_line_error, cli, digest
 from tests.tiny import save_tiny_run
 
 TEXT = "the cat sat on the mat because it was tired"

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import redthread as rt
-from redthread.commands import captions
 from redthread.models.captioner import Captioner
 from redthread.train.checkpoint import read_checkpoint
-from tests.test_cli import assert_one_line_error, cli
+from redthread.viz import image_attention
+from tests.cli_helpers import assert_one_line_error, cli
 
 TINY = ["--max-iters", "3", "--batch-size", "16", "--eval-interval", "3", "--no-progress", "--device", "cpu",
         "--scenes", "64", "--n-layer-encoder", "1", "--n-layer-decoder", "1", "--d-model", "16", "--n-head", "2"]
@@ -53,9 +53,9 @@ def test_train_caption_digits_and_resume(tmp_path):
 
 def test_test_scene_without_the_saved_test_indices_is_the_same_scene(caption_run):
     ckpt = read_checkpoint(caption_run[0])
-    fast = captions.test_scene(ckpt, 2)  # the test scenes alone, from the unseen indices saved with the run
+    fast = image_attention.test_scene(ckpt, 2)  # the test scenes alone, from the unseen indices saved with the run
     del ckpt.extra["test_kept"]  # a run saved before them: every scene is generated again
-    slow = captions.test_scene(ckpt, 2)
+    slow = image_attention.test_scene(ckpt, 2)
     assert torch.equal(fast[0], slow[0]) and fast[1:] == slow[1:]
 
 
@@ -111,9 +111,9 @@ def test_caption_attention_bad_input_is_one_line(caption_run, tmp_path):
 
 
 def test_caption_page_opens_in_a_browser_without_errors(browser, caption_run, tmp_path):
-    from redthread.commands.captions import caption_attention, caption_payload, test_scene
     from redthread.data.captions import Vocabulary
     from redthread.train.checkpoint import read_checkpoint
+    from redthread.viz.image_attention import caption_attention, caption_payload, test_scene
     from tests.viz.test_explorer_browser import Page
 
     ckpt = read_checkpoint(caption_run[0])

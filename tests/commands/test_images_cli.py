@@ -9,7 +9,7 @@ import math
 import pytest
 
 import redthread as rt
-from tests.test_cli import assert_one_line_error, cli
+from tests.cli_helpers import assert_one_line_error, cli
 
 TINY = ["--max-iters", "3", "--batch-size", "16", "--eval-interval", "3", "--no-progress", "--device", "cpu"]
 
@@ -118,11 +118,11 @@ def test_attention_image_needs_a_vit_run(tmp_path):
 
 
 def test_attention_image_page_opens_in_a_browser_without_errors(browser, vit_run, tmp_path):
-    from redthread.commands.images import image_attention_payload
     from redthread.data.images import load_digits
+    from redthread.viz.image_attention import vit_payload
     from tests.viz.test_explorer_browser import Page
 
-    payload = image_attention_payload(rt.load_checkpoint(vit_run), load_digits().split("val")[0][:1], "digit 0")
+    payload = vit_payload(rt.load_checkpoint(vit_run), load_digits().split("val")[0][:1], "digit 0")
     p = Page(browser, tmp_path, payload)
     try:
         assert p.page.locator("#head-svg image").count() == 1
@@ -146,7 +146,7 @@ def test_vit_figure_draws_rollout_and_every_head_on_the_image(vit_run, tmp_path)
 def test_vit_rollout_panel_reads_the_class_token_row(vit_run, monkeypatch):
     import torch
 
-    from redthread.commands.images import vit_overlays
+    from redthread.viz.image_attention import vit_overlays
     from redthread.viz.patches import attention_rollout
     from redthread.viz.record import record_attention
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from redthread.commands.ladder import Budget, make_synthetic, run_ladder
-from tests.test_cli import assert_one_line_error, cli
+from tests.cli_helpers import assert_one_line_error, cli
 
 NAMES = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "charlotte", "amelia", "harper", "evelyn",
          "abigail", "emily", "ella", "elizabeth", "camila", "luna", "sofia", "avery", "mila", "aria"] * 3

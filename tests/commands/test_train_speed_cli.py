@@ -7,7 +7,12 @@ import pytest
 
 from redthread.cli import build_parser
 from redthread.train.loop import read_metrics
-from tests.test_cli import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, token_cache  # noqa: F401 (autouse: a private token cache)
+from tests.cli_helpers import (  # the token cache: an autouse fixture of tests.cli_helpers
+    TINY_MODEL,
+    TINY_TRAIN,
+    assert_one_line_error,
+    cli,
+)
 
 
 def test_speed_flags_parse_bare_or_with_a_value():

@@ -7,7 +7,7 @@ import pytest
 from redthread.errors import RedthreadError
 from redthread.experiments import available
 from redthread.experiments.report import FAILS, HOLDS, Report
-from tests.test_cli import assert_one_line_error, cli
+from tests.cli_helpers import assert_one_line_error, cli
 
 
 def test_verdict_comes_from_the_checks():

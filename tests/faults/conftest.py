@@ -10,9 +10,6 @@ when asked for with `-m slow`; the default run (CI) keeps a few cases of each ki
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import os
 import subprocess
 import sys
@@ -20,23 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from redthread.cli import main
+from tests.cli_helpers import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, digest  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY_MODEL = ["--n-layer", "1", "--n-head", "2", "--d-model", "16", "--block-size", "16"]
-TINY_TRAIN = ["--max-iters", "12", "--batch-size", "4", "--eval-interval", "6", "--eval-batches", "2",
-              "--log-interval", "3", "--warmup-iters", "2", "--no-progress"]
-
-
-def cli(*args) -> tuple[int, str, str]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as e:  # argparse
-            code = e.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def cli_process(*args, timeout: float = 300, env: dict | None = None, preexec_fn=None, **kw) -> subprocess.CompletedProcess:
@@ -46,35 +29,9 @@ def cli_process(*args, timeout: float = 300, env: dict | None = None, preexec_fn
                           timeout=timeout, env=full_env, preexec_fn=preexec_fn, **kw)
 
 
-def assert_one_line_error(code: int, err: str, *needles: str) -> None:
-    """One line on stderr that says error and names the problem, a non-zero exit, no traceback."""
-    assert code != 0, err
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "error" in lines[0] and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def folder_digest(folder: Path) -> dict[str, str]:
     """Every file under a folder -> its sha256: compare before and after to show nothing was touched."""
     return {p.relative_to(folder).as_posix(): digest(p) for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture(autouse=True)
-def token_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("REDTHREAD_CACHE", str(tmp_path_factory.getbasetemp() / "token-cache"))
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "tiny.txt"
-    path.write_text("to be, or not to be: that is the question.\n" * 60, encoding="utf-8")
-    return path
 
 
 def pytest_configure(config):

@@ -24,7 +24,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from tests.faults.conftest import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, cli_process, folder_digest
+from tests.cli_helpers import train_tiny_run
+from tests.faults.conftest import assert_one_line_error, cli, cli_process, folder_digest
 
 FILENAME = "checkpoint.safetensors"
 NOBODY = 65534
@@ -33,11 +34,7 @@ NOBODY = 65534
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, corpus) -> Path:
     """A real tiny run (12 steps, checkpoint with optimizer, RNG and tokenizer), never modified."""
-    os.environ["REDTHREAD_CACHE"] = str(tmp_path_factory.getbasetemp() / "token-cache")
-    out = tmp_path_factory.mktemp("runs") / "tiny"
-    code, _, err = cli("train", "--data", corpus, "--out", out, *TINY_MODEL, *TINY_TRAIN)
-    assert code == 0, err
-    return out
+    return train_tiny_run(tmp_path_factory, corpus)[0]
 
 
 @pytest.fixture

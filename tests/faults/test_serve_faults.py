@@ -164,7 +164,7 @@ def test_the_cli_refuses_an_image_bomb_in_one_line(runs, tmp_path):
 
 DECODE = """
 import json, sys
-from redthread.commands.images import read_image_bytes, read_image_file
+from redthread.data.image_files import read_image_bytes, read_image_file
 
 def megabytes(key):  # from /proc/self/status: VmRSS now, VmHWM the peak
     return next(int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith(key + ":"))

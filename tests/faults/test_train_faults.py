@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from safetensors import SafetensorError, safe_open
 
+from tests.cli_helpers import train_tiny_run
 from tests.faults.conftest import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, cli_process, digest, folder_digest
 
 ENOSPC_MESSAGE = 'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
@@ -28,11 +29,7 @@ ENOSPC_MESSAGE = 'Error while serializing: IoError(Os { code: 28, kind: StorageF
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory, corpus) -> Path:
     """A finished tiny run (12 steps, checkpoints at 6 and 12), copied per test by `old_run`."""
-    os.environ["REDTHREAD_CACHE"] = str(tmp_path_factory.getbasetemp() / "token-cache")
-    out = tmp_path_factory.mktemp("good") / "run"
-    code, _, err = cli("train", "--data", corpus, "--out", out, *TINY_MODEL, *TINY_TRAIN)
-    assert code == 0, err
-    return out
+    return train_tiny_run(tmp_path_factory, corpus, "good")[0]
 
 
 @pytest.fixture

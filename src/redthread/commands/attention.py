@@ -14,24 +14,9 @@ from pathlib import Path
 import torch
 
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write_text, check_writable
-from redthread.serve.probe import (
-    PRONOUNS,
-    contrast_report,
-    heads_report,
-    load_probe,
-    rank_heads,
-    word_spans,
-)
-
-
-def _fresh(path: Path, overwrite: bool) -> Path:
-    if path.exists() and not overwrite:
-        raise RedthreadError(f"{path} already exists; pass --overwrite to replace it")
-    if path.exists() and path.is_dir():
-        raise RedthreadError(f"{path} is a folder, not a file")
-    check_writable(path.parent)  # a read-only or full place fails now, not after the model has run
-    return path
+from redthread.files import atomic_write_text, fresh_output_path
+from redthread.viz.heads import PRONOUNS, contrast_report, heads_report, rank_heads, word_spans
+from redthread.viz.inspector import load_inspector
 
 
 def read_text(text: str | None, text_file: str | None) -> str:
@@ -60,10 +45,10 @@ def attention_command(args, log=print) -> None:
 
         return image_attention_command(args, log)
     text = read_text(args.text, args.text_file)
-    out = _fresh(Path(args.out), args.overwrite)
+    out = fresh_output_path(Path(args.out), args.overwrite)
     if out.suffix.lower() not in (".html", ".htm"):
         raise RedthreadError(f"--out {out}: the explorer is an HTML page; give a name ending in .html")
-    figure = None if args.figure is None else _fresh(check_figure_path(args.figure), args.overwrite)
+    figure = None if args.figure is None else fresh_output_path(check_figure_path(args.figure), args.overwrite)
     if (args.layer is None) != (args.head is None):
         raise RedthreadError("give --layer and --head together (one head's heatmap), or neither (the grid)")
     source = args.source
@@ -74,16 +59,16 @@ def attention_command(args, log=print) -> None:
         raise RedthreadError("the --contrast text is empty")
     report = None
     if source is not None or args.targets is not None or args.contrast is not None:
-        report = _fresh(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
+        report = fresh_output_path(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
 
-    probe = load_probe(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
-    payload = probe.attention_payload(text, args.target)
+    inspector = load_inspector(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
+    payload = inspector.attention_payload(text, args.target)
     if report is not None:  # computed before anything is written, so a bad word name writes nothing
         targets = None if args.targets is None else [t.strip() for t in args.targets.split(",") if t.strip()]
-        ranking = rank_heads(probe, text, source, targets, target_text=args.target)
+        ranking = rank_heads(inspector, text, source, targets, target_text=args.target)
         md = heads_report(ranking)
         if args.contrast is not None:  # the same word in a second text: what moves
-            other = rank_heads(probe, args.contrast, ranking["source"], targets, target_text=args.target)
+            other = rank_heads(inspector, args.contrast, ranking["source"], targets, target_text=args.target)
             md += "\n" + heads_report(other).replace("# Where", "## Where", 1) + "\n" + contrast_report(ranking, other)
     tab = payload["tabs"][0]
     L, H = len(tab["weights"]), len(tab["weights"][0])
@@ -92,11 +77,11 @@ def attention_command(args, log=print) -> None:
     if payload["notice"]:
         log(f"notice: {payload['notice']}")
     write_explorer(payload, out)
-    log(f"explorer: {out} ({probe.description})")
+    log(f"explorer: {out} ({inspector.description})")
     if figure is not None:
         att = torch.tensor(tab["weights"])  # (L, H, T, S)
         if args.layer is None:
-            plot_grid(att, tab["queries"], tab["keys"], figure, title=probe.description)
+            plot_grid(att, tab["queries"], tab["keys"], figure, title=inspector.description)
         else:
             title = f"layer {args.layer}, head {args.head}"
             plot_head(att[args.layer, args.head], tab["queries"], tab["keys"], figure, title=title)

@@ -1,4 +1,4 @@
-"""`redthread train --task caption-shapes|caption-digits` and the captioner's attention pages and overlays.
+"""`redthread train --task caption-shapes|caption-digits`: train and score the captioner.
 
 Claim C14: a caption's words attend to image regions. The captioner (`models/captioner.py`: a
 ViT encoder, a decoder with cross-attention) is trained by the one loop on scenes generated in
@@ -10,6 +10,8 @@ code (`data/captions.py`), then scored on held-out scenes it never saw:
     grounding       the share of each object word's cross-attention (heads averaged, per layer,
                     then averaged over layers) on that object's patches, on the reference
                     captions, beside the share uniform attention would give
+
+Its attention page and per-word overlays (`redthread attention --index N`): `redthread.viz.image_attention`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from redthread.data.captions import EOS, CaptionData, Vocabulary, load_caption_data, load_test_scenes
+from redthread.data.captions import CaptionData, load_caption_data
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.models.captioner import Captioner, CaptionerConfig
@@ -170,92 +172,3 @@ def report_lines(r: dict) -> list[str]:
         (f"grounding: {r['grounding']:.3f} of each object word's cross-attention on its object "
         f"(per layer {layers}) against {r['uniform_baseline']:.3f} for uniform attention ({r['grounded_words']} words)"),
     ]
-
-
-# ---- seeing it: the explorer page and the per-word overlays -------------------------------------
-
-
-def caption_vocab(ckpt) -> Vocabulary:
-    """The words of a captioner run, saved beside its model by `train_captioner`."""
-    if "vocab" not in ckpt.extra:
-        raise RedthreadError("this captioner was saved without its vocabulary (no 'vocab' in its metadata), so its "
-                             "words cannot be read; train one with redthread train --task caption-shapes")
-    return Vocabulary(ckpt.extra["vocab"])
-
-
-def test_scene(ckpt, index: int):
-    """Test scene `index` of a captioner run: (image (1, C, H, W), reference words, title)."""
-    if "task" not in ckpt.extra or "scenes" not in ckpt.extra:
-        raise RedthreadError("this captioner was saved without the settings of its scenes, so its test scenes cannot "
-                             "be made again: show an image of your own with --image FILE")
-    task, settings = ckpt.extra["task"], ckpt.extra["scenes"]
-    if "test_kept" in ckpt.extra:  # the test scenes alone (~0.2 s instead of ~4 s for every scene)
-        s, vocab = load_test_scenes(task, ckpt.extra["test_kept"], **settings)
-    else:  # a run from before test_kept was saved
-        data = load_caption_data(task, **settings)
-        s, vocab = data.split("val"), data.vocab
-    if not 0 <= index < len(s):
-        raise RedthreadError(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
-    words = vocab.decode(s.tokens[index].tolist())
-    return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
-
-
-@torch.no_grad()
-def caption_attention(model: Captioner, image: torch.Tensor) -> tuple[list[int], object]:
-    """Greedy caption of one image (1, C, H, W) and its attention maps, recorded on the caption
-    (<bos> + words + <eos>) in one teacher-forced pass."""
-    from redthread.viz.record import record_attention
-
-    model.eval()
-    ids = model.caption(image)[0].tolist()
-    ids = ids[: ids.index(EOS) + 1] if EOS in ids else ids
-    with record_attention(model) as maps:
-        model(image, torch.tensor([ids[:-1]]))
-    return ids, maps
-
-
-def caption_payload(model: Captioner, image: torch.Tensor, ids: list[int], maps, vocab: Vocabulary, title: str,
-                    notice: str | None) -> dict:
-    """Explorer payload of `caption_attention`'s caption and maps: the encoder over patches, the
-    decoder over words, the words over patches."""
-    from redthread.commands.images import image_data_uri
-    from redthread.viz.explorer import payload_tab
-
-    words = vocab.words
-    inputs = [words[i] for i in ids[:-1]]  # what the decoder reads: <bos> word word ...
-    produced = [f"→ {words[i]}" for i in ids[1:]]  # what each step wrote
-    G = model.grid
-    patches = [f"patch r{r}c{c}" for r in range(G) for c in range(G)]
-    picture = {"src": image_data_uri(image[0]), "grid": [G, G], "offset": 0}
-    tabs = [
-        payload_tab("cross", produced, patches, maps.stacked("cross")[:, 0], image=picture),
-        payload_tab("decoder", inputs, inputs, maps.stacked("decoder")[:, 0]),
-        payload_tab("encoder", patches, patches, maps.stacked("encoder")[:, 0], image=picture),
-    ]
-    caption = " ".join(vocab.decode(ids))
-    cfg = model.cfg
-    model_text = (f"captioner: ViT encoder {cfg.n_layer_encoder} layers, decoder {cfg.n_layer_decoder} layers, "
-                  f"{cfg.n_head} heads, {G}x{G} patches; greedy caption: \"{caption}\"")
-    return {"title": title, "model": model_text, "notice": notice, "tabs": tabs}
-
-
-def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabulary, path, layer: int | None = None,
-                     head: int | None = None, title: str | None = None) -> str:
-    """One panel per word of `caption_attention`'s caption: its cross-attention over the patches
-    (mean over heads and layers, or one layer / head) drawn on the image. Returns the caption."""
-    from redthread.viz.patches import plot_patch_overlays
-
-    cross = maps.stacked("cross")[:, 0]  # (L, H, T, P)
-    L, H = cross.shape[:2]
-    if (layer is not None and not 0 <= layer < L) or (head is not None and not 0 <= head < H):
-        raise RedthreadError(f"--layer/--head out of range: the decoder has {L} layers and {H} heads (from 0)")
-    rows = cross if layer is None else cross[layer : layer + 1]
-    rows = rows.mean(0)  # (H, T, P)
-    rows = rows.mean(0) if head is None else rows[head]  # (T, P)
-    which = "mean over layers and heads" if layer is None and head is None else \
-        f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}"
-    titles = [vocab.words[i] for i in ids[1:]]
-    caption = " ".join(vocab.decode(ids))
-    plot_patch_overlays(image[0], rows, titles, path, suptitle=f"\"{caption}\": cross-attention per word ({which})"
-                        + (f"\n{title}" if title else ""))
-    return caption

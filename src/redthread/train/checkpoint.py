@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import types
 import typing
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from redthread.errors import MissingFile, RedthreadError
-from redthread.files import atomic_write, atomic_write_text
+from redthread.files import atomic_write, atomic_write_text, irregular_kind
 from redthread.models.registry import MODELS, build_model, load_weights
 
 FORMAT = "redthread-checkpoint/1"
@@ -222,10 +221,6 @@ def _show(value: Any, limit: int = 60) -> str:
 
 # --- the file ------------------------------------------------------------------------------------
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def _check_file(path: Path) -> None:
     """Stat before opening: a missing, unreadable or irregular file is refused with the real reason.
 
@@ -233,15 +228,14 @@ def _check_file(path: Path) -> None:
     came; a file the process may not read says so instead of "No such file or directory".
     """
     try:
-        mode = path.stat().st_mode
+        kind = irregular_kind(path)
     except FileNotFoundError:
         raise MissingFile(f"no checkpoint at {path}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
-    if stat.S_ISDIR(mode):
+    if kind == "a folder":
         raise RedthreadError(f"cannot read checkpoint {path}: it is a folder, not a file")
-    if not stat.S_ISREG(mode):
-        kind = next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
+    if kind is not None:
         raise RedthreadError(f"cannot read checkpoint {path}: it is {kind}, not a regular file")
     try:
         with open(path, "rb"):

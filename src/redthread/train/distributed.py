@@ -27,6 +27,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager, nullcontext
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -70,9 +71,20 @@ def setup(device: torch.device) -> torch.device:
 
 
 def shutdown() -> None:
-    """Leave the process group, if this process is in one (at exit, or earlier by a caller that is done)."""
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    """Leave the process group together, if this process is in one (at exit, or earlier by a caller
+    that is done). A rank that tears its gloo connections down while another still uses them makes
+    that one abort at exit ("terminate called without an active exception"), so the ranks first
+    meet at a barrier; on gloo a monitored one, which gives up after a minute if a rank is gone."""
+    if not dist.is_initialized():
+        return
+    try:
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=timedelta(seconds=60))
+        else:
+            dist.barrier()
+    except RuntimeError:  # a rank did not come (it failed): leave anyway
+        pass
+    dist.destroy_process_group()
 
 
 def wrap(model: nn.Module, device: torch.device) -> nn.Module:

@@ -1,0 +1,331 @@
+"""Looking inside a model: load it, read text into labelled tokens, record its attention, and
+show its next-token distribution P(token | context) before and after the sampling processors.
+
+Claim C13 of the seed (attention maps are a window into what a model learned) and C12 (sampling
+reshapes P(token | context)). The explorer page (`redthread attention`), the web app (`redthread
+serve`) and the coreference experiment all stand on this:
+
+    inspector = load_inspector(checkpoint="runs/demo")       # or load_inspector(pretrained="minilm")
+    payload = inspector.attention_payload("To be, or not")   # the explorer's data: every layer x head
+    dist = inspector.next_token("To be, or not", top_p=0.9)  # candidates, probabilities, where the cut falls
+
+Kinds of model: "lm" (a decoder-only language model: a redthread TransformerLM run, or a
+GPT-2-family folder), "encoder" (a BERT-family folder), "seq2seq" (an encoder-decoder run), and
+"image" (`ImageInspector`: a ViT or captioner run, shown on the images of its test split). Other
+rungs of the ladder have no attention, so they cannot be inspected here (`redthread sample` still
+samples them). Which heads send a word to which: `redthread.viz.heads`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from redthread.errors import RedthreadError
+from redthread.generate.processors import build_processors, process
+from redthread.viz.explorer import payload_tab
+from redthread.viz.record import record_attention
+
+MAX_CANDIDATES = 50  # the most next-token candidates one answer lists
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1 here
+
+
+def check_text(text: str, what: str = "the text") -> str:
+    """The text, if it is text: a lone surrogate (U+D800 to U+DFFF, which JSON's \\ud800 escapes can carry) is
+    half of a UTF-16 pair, not a character, and no tokenizer can read it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RedthreadError(f"{what} contains a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}, "
+                             "which is not a character: send UTF-8 text") from None
+    return text
+
+
+def check_finite(tensor: torch.Tensor, what: str) -> torch.Tensor:
+    """The tensor, if every value is a finite number: a NaN or an infinity cannot be shown (nor sent as JSON)."""
+    if not torch.isfinite(tensor).all():
+        raise RedthreadError(f"{what} NaN or infinite values: are the model's weights corrupt?")
+    return tensor
+
+
+def check_weights(model: nn.Module, path: Path) -> nn.Module:
+    """The model, if every weight is a finite number (a garbled checkpoint file can load and hold NaN)."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            raise RedthreadError(f"corrupt checkpoint {path}: the weight {name} holds NaN or infinite values")
+    return model
+
+
+@dataclass
+class Tokens:
+    """Text read into tokens: ids, a printable label for each, and each token's character span."""
+
+    ids: list[int]
+    labels: list[str]
+    spans: list[tuple[int, int]]  # (start, end) in the text; (0, 0) for added special tokens
+    notice: str | None = None  # set when the text had to be cut to the model's context
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def cut(self, start: int, end: int, notice: str) -> Tokens:
+        return Tokens(self.ids[start:end], self.labels[start:end], self.spans[start:end], notice)
+
+
+def char_reader(tokenizer):
+    def read(text: str) -> Tokens:
+        ids = tokenizer.encode(text)
+        return Tokens(ids, list(text), [(i, i + 1) for i in range(len(text))])
+
+    return read
+
+
+def hf_reader(hf_tokenizer, add_special_tokens: bool):
+    """Tokens of a Hugging Face `tokenizers.Tokenizer` (BPE or WordPiece), spans from its offsets."""
+
+    def read(text: str) -> Tokens:
+        enc = hf_tokenizer.encode(text, add_special_tokens=add_special_tokens)
+        labels = [text[a:b] if b > a else tok for tok, (a, b) in zip(enc.tokens, enc.offsets)]
+        return Tokens(list(enc.ids), labels, [tuple(o) for o in enc.offsets])
+
+    return read
+
+
+@dataclass
+class Inspector:
+    """A model with attention, ready to be looked into."""
+
+    name: str
+    model: nn.Module
+    kind: str  # "lm", "encoder" or "seq2seq"
+    description: str
+    context: int  # the most tokens the model reads at once
+    read: object  # text -> Tokens
+    decode: object  # list of ids -> text
+    meta: dict = field(default_factory=dict)
+
+    def tokens(self, text: str) -> Tokens:
+        """The text as tokens, cut to the context: a language model keeps the end (what it would
+        condition on when predicting the next token), an encoder the beginning."""
+        if not isinstance(text, str) or not text.strip():
+            raise RedthreadError("the text is empty")
+        toks = self.read(check_text(text))
+        n, C = len(toks), self.context
+        if n == 0:
+            raise RedthreadError("the text gives no tokens")
+        if n <= C:
+            return toks
+        if self.kind == "lm":
+            return toks.cut(n - C, n, f"the text is {n} tokens, longer than the context ({C}): kept the last {C}")
+        return toks.cut(0, C, f"the text is {n} tokens, longer than the context ({C}): kept the first {C}")
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @torch.inference_mode()
+    def attention(self, text: str, target: str | None = None):
+        """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text. An
+        encoder-decoder reads `text` as its source and `target` as the decoder's input; then the
+        answer is (source tokens, maps, target tokens)."""
+        toks = self.tokens(text)
+        idx = torch.tensor([toks.ids], device=self._device())  # (1, S)
+        if self.kind != "seq2seq":
+            if target is not None:
+                raise RedthreadError(f"{self.name} is not an encoder-decoder: it takes no target text")
+            with record_attention(self.model) as maps:
+                self.model(idx)
+            return toks, maps, toks
+        if target is None:
+            raise RedthreadError(f"{self.name} is an encoder-decoder: give the decoder's input as a target text too")
+        tgt = self.tokens(target)
+        with record_attention(self.model) as maps:
+            self.model(idx, torch.tensor([tgt.ids], device=self._device()))  # (1, S), (1, T)
+        return toks, maps, tgt
+
+    def attention_payload(self, text: str, target: str | None = None, title: str | None = None) -> dict:
+        """The explorer's payload: every recorded kind as one tab of (L, H, T, S) weights."""
+        src, maps, tgt = self.attention(text, target)
+        labels = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}
+        tabs = [payload_tab(kind, labels[kind][0].labels, labels[kind][1].labels, maps.stacked(kind)[:, 0])
+                for kind in maps.kinds]
+        notice = "; ".join(n for n in dict.fromkeys((src.notice, tgt.notice)) if n) or None
+        return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs}
+
+    @torch.inference_mode()
+    def next_token(
+        self,
+        text: str,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        min_p: float | None = None,
+        candidates: int = 20,
+    ) -> dict:
+        """P(next token | text) from the model, and what sampling with these settings would draw from.
+
+        Each candidate has `p` (the model's probability), `p_sample` (after temperature and the
+        top-k / top-p / min-p filters, renormalised: 0 where a filter cut it) and `kept`. The
+        candidates are the most probable under the model, in order; `kept` counts the tokens
+        (over the whole vocabulary) that survive the filters, so the cut falls after that many.
+        """
+        return self._next(text, temperature, top_k, top_p, min_p, candidates)[0]
+
+    @torch.inference_mode()
+    def step(
+        self,
+        text: str,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        min_p: float | None = None,
+        candidates: int = 20,
+        seed: int | None = None,
+    ) -> dict:
+        """Draw one next token with these settings: the new text, and the distribution it came from."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise RedthreadError(f"seed must be an integer from 0 to 2**64 - 1, got {seed!r}")
+        dist, p_sample = self._next(text, temperature, top_k, top_p, min_p, candidates)
+        gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(31))
+        token = int(torch.multinomial(p_sample.cpu(), 1, generator=gen))  # greedy: p_sample is one-hot
+        piece = self.decode([token])
+        return {"token": piece, "id": token, "text": text + piece, "distribution": dist}
+
+    def _next(self, text, temperature, top_k, top_p, min_p, candidates) -> tuple[dict, torch.Tensor]:
+        if self.kind != "lm":
+            raise RedthreadError(f"{self.name} is not a language model: it gives no next-token distribution here")
+        if not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
+            raise RedthreadError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
+        processors, greedy = build_processors(temperature, top_k, top_p, min_p)
+        toks = self.tokens(text)
+        idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
+        logits = check_finite(self.model(idx)[:, -1, :].float(), "the model's next-token scores hold")  # (1, V)
+        p = logits.softmax(-1)[0]  # (V,)
+        if greedy:  # temperature 0: all the mass on the argmax
+            p_sample = torch.zeros_like(p)
+            p_sample[p.argmax()] = 1.0
+        else:
+            p_sample = process(logits, idx, processors).softmax(-1)[0]
+        order = p.argsort(descending=True)[: min(candidates, p.numel())]
+        entropy = -(p * p.clamp_min(1e-30).log()).sum().item()
+        dist = {
+            "tokens": toks.labels,
+            "notice": toks.notice,
+            "candidates": [
+                {"id": int(i), "token": self.decode([int(i)]), "p": float(p[i]), "p_sample": float(p_sample[i]),
+                 "kept": bool(p_sample[i] > 0)}
+                for i in order
+            ],
+            "kept": int((p_sample > 0).sum()),
+            "vocab_size": int(p.numel()),
+            "entropy": entropy,
+            "perplexity": math.exp(entropy),
+            "settings": {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p},
+        }
+        return dist, p_sample
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path | None = None,
+                   device: str = "cpu") -> Inspector:
+    """An inspector for a redthread run folder (or checkpoint file), or a Hugging Face-format folder /
+    a known pretrained name ("minilm")."""
+    from redthread.train.loop import resolve_device
+
+    if (checkpoint is None) == (pretrained is None):
+        raise RedthreadError("give a checkpoint or a pretrained model, not both or neither")
+    device = str(resolve_device(device))
+    if checkpoint is not None:
+        return _load_run(Path(checkpoint), device)
+    return _load_pretrained(pretrained, device)
+
+
+def _load_run(path: Path, device: str) -> Inspector:
+    from redthread.data.tokenizers import BPETokenizer, CharTokenizer
+    from redthread.models.transformer import EncoderDecoder, TransformerLM
+    from redthread.train.checkpoint import read_checkpoint
+
+    ckpt = read_checkpoint(path, map_location=device)
+    if ckpt.model_class in ("ViT", "Captioner"):  # image models: their attention is over an image's patches
+        raise RedthreadError(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
+    if not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
+        raise RedthreadError(
+            f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
+        )
+    if ckpt.tokenizer is None:
+        raise RedthreadError(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
+    tok = ckpt.tokenizer
+    if isinstance(tok, CharTokenizer):
+        read = char_reader(tok)
+    elif isinstance(tok, BPETokenizer):
+        read = hf_reader(tok.hf_tokenizer, add_special_tokens=False)
+    else:
+        raise RedthreadError(f"{path}: unsupported tokenizer {type(tok).__name__}")
+    cfg = ckpt.model.cfg
+    kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
+    desc = f"redthread {what}, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
+    name = path.name if path.is_dir() else path.parent.name
+    return Inspector(name, check_weights(ckpt.model, path).eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
+
+
+def _load_pretrained(name: str | Path, device: str) -> Inspector:
+    from redthread.data.pretrained_tokenizer import load_pretrained_tokenizer
+    from redthread.interop.huggingface import from_pretrained, resolve_pretrained
+    from redthread.models.transformer import TransformerLM
+
+    folder = resolve_pretrained(str(name))
+    model = from_pretrained(folder).to(device).eval()
+    tok = load_pretrained_tokenizer(folder)
+    cfg = model.cfg
+    kind = "lm" if isinstance(model, TransformerLM) else "encoder"
+    family = "GPT-2 decoder" if kind == "lm" else "BERT encoder"
+    label = "all-MiniLM-L6-v2" if str(name) == "minilm" else Path(folder).name
+    desc = f"{label} ({family}, {cfg.n_layer} layers x {cfg.n_head} heads, hidden {cfg.d_model})"
+    read = hf_reader(tok.hf_tokenizer, add_special_tokens=True)
+    return Inspector(str(name), model, kind, desc, cfg.block_size, read, tok.decode)
+
+
+class ImageInspector:
+    """An image run (a ViT or a captioner): the explorer payload of one image of its test split, or of a file."""
+
+    kind = "image"
+
+    def __init__(self, path: Path):
+        from redthread.train.checkpoint import read_checkpoint
+
+        self.ckpt = read_checkpoint(path, map_location="cpu")  # small models, one image: the CPU is enough
+        if self.ckpt.model_class not in ("ViT", "Captioner"):
+            raise RedthreadError(f"{path} holds a {self.ckpt.model_class}, not an image model")
+        check_weights(self.ckpt.model, path).eval()
+        self.name = path.name
+
+    def image_payload(self, index: int) -> dict:
+        from redthread.viz.image_attention import image_attention, test_image
+
+        image, title = test_image(self.ckpt, index)
+        return image_attention(self.ckpt, image, title).payload
+
+    def upload_payload(self, data: bytes, name: str) -> dict:
+        """The same for an image file's bytes: converted and resized to what the model takes, said in the notice.
+        A larger image is resized as it is decoded (bounded memory), so its own size comes from the file's header."""
+        from PIL import Image
+
+        from redthread.data.image_files import read_image_bytes
+        from redthread.data.images import prepare_image
+        from redthread.viz.image_attention import image_attention
+
+        cfg = self.ckpt.model.cfg
+        pixels = read_image_bytes(data, name, fit=cfg.image_size)  # (C, H, W); refuses a decompression bomb
+        image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
+        with Image.open(io.BytesIO(data)) as img:  # read once already: the header is sound
+            width, height = img.size
+        if (height, width) != tuple(pixels.shape[1:]):
+            notices.append(f"resized the image from {height}x{width} to {cfg.image_size}x{cfg.image_size} pixels")
+        return image_attention(self.ckpt, image, name, "; ".join(notices) or None).payload
