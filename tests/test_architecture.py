@@ -66,8 +66,6 @@ KNOWN_VIOLATIONS = {  # (module, what it imports): why, and where it is undone
         "training_bytes_bound asks the training-memory model (issue 16 item 2)",
     ("redthread.models.size", "redthread.train.loop"):
         "the fit check resolves the device through the loop's resolve_device (issue 16 item 2)",
-    ("redthread.models.captioner", "redthread.generate.sampler"):
-        "Captioner.caption calls the generator (issue 16 item 2)",
     ("redthread.data.sequences", "redthread.train.objectives"):
         "imports IGNORE_INDEX to mark unscored targets (issue 16 item 2)",
     ("redthread.data.captions", "redthread.train.objectives"):

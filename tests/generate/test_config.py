@@ -16,7 +16,7 @@ def model():
 
 
 @pytest.mark.parametrize("kwargs", [{"top_p": 0}, {"top_k": 0}, {"temperature": -1}, {"min_p": 1.5},
-                                    {"repetition_penalty": 0}, {"seed": -1}, {"seed": 2**63}, {"seed": True}])
+                                    {"repetition_penalty": 0}, {"seed": -1}, {"seed": 2**64}, {"seed": True}])
 def test_bad_settings_are_refused_when_made(kwargs):
     with pytest.raises(ValueError):
         SampleConfig(**kwargs)

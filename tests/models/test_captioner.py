@@ -9,6 +9,8 @@ import torch
 import redthread as rt
 from redthread.data.captions import BOS, EOS, PAD, CaptionData, ImageText, make_shapes
 from redthread.errors import RedthreadError
+from redthread.generate.captions import caption
+from redthread.generate.config import SampleConfig
 from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.loop import TrainConfig, train
@@ -45,7 +47,7 @@ def test_greedy_captions_equal_stepwise_argmax_and_stop_at_eos():
     torch.manual_seed(0)
     model = Captioner(tiny()).eval()  # untrained: the rows run to the length limit (the stop is checked below)
     images = torch.rand(4, 3, 24, 24)
-    out = model.caption(images)
+    out = caption(model, images)
     assert (out[:, 0] == BOS).all() and out.size(1) <= 12
     with torch.no_grad():
         for b in range(4):
@@ -62,8 +64,8 @@ def test_top_p_captions_are_reproducible_from_a_seed():
     torch.manual_seed(0)
     model = Captioner(tiny())
     images = torch.rand(3, 3, 24, 24)
-    a = model.caption(images, temperature=1.0, top_p=0.9, seed=5)
-    b = model.caption(images, temperature=1.0, top_p=0.9, seed=5)
+    a = caption(model, images, SampleConfig(temperature=1.0, top_p=0.9, seed=5))
+    b = caption(model, images, SampleConfig(temperature=1.0, top_p=0.9, seed=5))
     assert torch.equal(a, b)
 
 
@@ -113,6 +115,6 @@ def test_the_captioner_memorises_a_few_scenes_with_the_shared_loop():
                       eval_interval=250, eval_batches=1, log_interval=250, seed=0, device="cpu")
     result = train(model, data, cfg, progress=False)
     assert result.val_nll < 0.05
-    out = model.caption(scenes.images)
+    out = caption(model, scenes.images)
     assert len(set((scenes.tokens == EOS).nonzero()[:, 1].tolist())) > 1  # captions of several lengths: rows stop apart
     assert torch.equal(torch.nn.functional.pad(out, (0, scenes.tokens.size(1) - out.size(1))), scenes.tokens)

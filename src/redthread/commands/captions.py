@@ -25,6 +25,8 @@ import torch
 from redthread.data.captions import CaptionData, load_caption_data
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
+from redthread.generate.captions import GREEDY, caption
+from redthread.generate.config import SampleConfig
 from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.models.size import check_training_fits
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -54,14 +56,15 @@ def pad_to(seq: torch.Tensor, length: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def exact_match(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256, **decoding) -> float:
+def exact_match(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256,
+                sampling: SampleConfig = GREEDY) -> float:
     """The share of scenes whose decoded caption equals the reference, word for word."""
     s = data.split(split)
     device = next(model.parameters()).device
     hits = 0
     for start in range(0, len(s), batch_size):
         ref = s.tokens[start : start + batch_size]  # (B, L)
-        out = model.caption(s.images[start : start + batch_size].to(device), **decoding).cpu()
+        out = caption(model, s.images[start : start + batch_size].to(device), sampling).cpu()
         hits += int((pad_to(out, ref.size(1)) == ref).all(1).sum())
     return hits / len(s)
 
@@ -93,7 +96,7 @@ def score_captioner(model: Captioner, data: CaptionData, split: str = "val") -> 
     return {
         "scenes": len(data.split(split)),
         "exact_match": exact_match(model, data, split),
-        "exact_match_top_p": exact_match(model, data, split, temperature=1.0, top_p=TOP_P, seed=0),
+        "exact_match_top_p": exact_match(model, data, split, sampling=SampleConfig(temperature=1.0, top_p=TOP_P, seed=0)),
         "nll": evaluate(model, data, split, batch_size=256)["nll"],
         **g.to_dict(),
     }

@@ -20,7 +20,7 @@ from torch import Tensor
 from redthread.errors import InvalidValue
 from redthread.generate.processors import Processor, build_processors, process
 
-MAX_SEED = 2**63  # torch.Generator.manual_seed takes a 64-bit integer; the CLI and the app accept [0, 2**63)
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class SampleConfig:
     def __post_init__(self):
         self.build_processors()  # validates every setting
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)
-                                      or not 0 <= self.seed < MAX_SEED):
-            raise InvalidValue(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
+                                      or not 0 <= self.seed <= MAX_SEED):
+            raise InvalidValue(f"seed must be an integer from 0 to 2**64 - 1, got {self.seed!r}")
 
     def build_processors(self) -> tuple[list[Processor], bool]:
         return build_processors(self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty)

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor, nn
 
-from redthread.data.captions import BOS, EOS, PAD, ImageText
+from redthread.data.captions import EOS, ImageText
 from redthread.errors import InvalidValue
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 from redthread.models.transformer import ConditionedDecoder, Decoder, TransformerConfig
@@ -92,27 +91,6 @@ class Captioner(nn.Module):
     def conditioned_on(self, images: Tensor) -> ConditionedDecoder:
         """A language model of captions given these images, for `redthread.generate`."""
         return ConditionedDecoder(self.decoder, self.encode(images), None)
-
-    @torch.no_grad()
-    def caption(
-        self, images: Tensor, temperature: float = 0.0, top_p: float | None = None, seed: int | None = None
-    ) -> Tensor:
-        """Captions (B, T) starting with <bos>, each row padded after its <eos>: greedy by default
-        (temperature 0), top-p sampling with temperature > 0 and top_p. Decoded with the KV cache."""
-        from redthread.generate.sampler import generate_stream
-
-        was_training = self.training
-        self.eval()
-        lm = self.conditioned_on(images)
-        seq = torch.full((images.size(0), 1), BOS, dtype=torch.int64, device=images.device)  # (B, 1)
-        done = torch.zeros(images.size(0), dtype=torch.bool, device=images.device)
-        for nxt in generate_stream(lm, seq, self.cfg.max_len - 1, temperature=temperature, top_p=top_p, seed=seed):
-            seq = torch.cat([seq, nxt.masked_fill(done[:, None], PAD)], dim=1)
-            done |= nxt[:, 0] == EOS
-            if done.all():
-                break
-        self.train(was_training)
-        return seq
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

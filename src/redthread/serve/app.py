@@ -47,7 +47,8 @@ from safetensors import safe_open
 from starlette.exceptions import HTTPException
 
 from redthread.errors import RedthreadError
-from redthread.viz.inspector import MAX_CANDIDATES, MAX_SEED, ImageInspector, Inspector, check_text, load_inspector
+from redthread.generate.config import MAX_SEED, SampleConfig
+from redthread.viz.inspector import MAX_CANDIDATES, ImageInspector, Inspector, check_text, load_inspector
 
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
@@ -113,6 +114,11 @@ class NextRequest(TextRequest):
 
 class StepRequest(NextRequest):
     seed: int | None = Field(None, ge=0, le=MAX_SEED, description="makes the draw reproducible")
+
+
+def sampling(req: NextRequest) -> SampleConfig:
+    """The request's sampling settings, as the one object the sampler, the inspector and the CLI share."""
+    return SampleConfig(req.temperature, req.top_k, req.top_p, req.min_p, seed=getattr(req, "seed", None))
 
 
 class Run(NamedTuple):
@@ -422,8 +428,7 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            return text_model(req.model).next_token(text, req.temperature, req.top_k, req.top_p, req.min_p,
-                                                    req.candidates)
+            return text_model(req.model).next_token(text, sampling(req), req.candidates)
 
         return await pool.run(work)
 
@@ -433,8 +438,7 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            return text_model(req.model).step(text, req.temperature, req.top_k, req.top_p, req.min_p,
-                                              req.candidates, req.seed)
+            return text_model(req.model).step(text, sampling(req), req.candidates)
 
         return await pool.run(work)
 

@@ -24,6 +24,7 @@ import torch
 from redthread.data.captions import EOS, Vocabulary, load_caption_data, load_test_scenes
 from redthread.data.images import load_digits, prepare_image
 from redthread.errors import RedthreadError
+from redthread.generate.captions import caption
 from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
 from redthread.viz.explorer import payload_tab
@@ -172,7 +173,7 @@ def caption_attention(model: Captioner, image: torch.Tensor) -> tuple[list[int],
     """Greedy caption of one image (1, C, H, W) and its attention maps, recorded on the caption
     (<bos> + words + <eos>) in one teacher-forced pass."""
     model.eval()
-    ids = model.caption(image)[0].tolist()
+    ids = caption(model, image)[0].tolist()
     ids = ids[: ids.index(EOS) + 1] if EOS in ids else ids
     with record_attention(model) as maps:
         model(image, torch.tensor([ids[:-1]]))

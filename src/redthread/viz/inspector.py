@@ -7,7 +7,7 @@ serve`) and the coreference experiment all stand on this:
 
     inspector = load_inspector(checkpoint="runs/demo")       # or load_inspector(pretrained="minilm")
     payload = inspector.attention_payload("To be, or not")   # the explorer's data: every layer x head
-    dist = inspector.next_token("To be, or not", top_p=0.9)  # candidates, probabilities, where the cut falls
+    dist = inspector.next_token("To be, or not", SampleConfig(top_p=0.9))  # candidates, probabilities, the cut
 
 Kinds of model: "lm" (a decoder-only language model: a redthread TransformerLM run, or a
 GPT-2-family folder), "encoder" (a BERT-family folder), "seq2seq" (an encoder-decoder run), and
@@ -28,12 +28,11 @@ import torch
 from torch import nn
 
 from redthread.errors import RedthreadError
-from redthread.generate.processors import build_processors, process
+from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
 
 MAX_CANDIDATES = 50  # the most next-token candidates one answer lists
-MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1 here
 
 
 def check_text(text: str, what: str = "the text") -> str:
@@ -158,15 +157,7 @@ class Inspector:
         return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs}
 
     @torch.inference_mode()
-    def next_token(
-        self,
-        text: str,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        min_p: float | None = None,
-        candidates: int = 20,
-    ) -> dict:
+    def next_token(self, text: str, sampling: SampleConfig | None = None, candidates: int = 20) -> dict:
         """P(next token | text) from the model, and what sampling with these settings would draw from.
 
         Each candidate has `p` (the model's probability), `p_sample` (after temperature and the
@@ -174,43 +165,29 @@ class Inspector:
         candidates are the most probable under the model, in order; `kept` counts the tokens
         (over the whole vocabulary) that survive the filters, so the cut falls after that many.
         """
-        return self._next(text, temperature, top_k, top_p, min_p, candidates)[0]
+        return self._next(text, sampling or SampleConfig(), candidates)[0]
 
     @torch.inference_mode()
-    def step(
-        self,
-        text: str,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        min_p: float | None = None,
-        candidates: int = 20,
-        seed: int | None = None,
-    ) -> dict:
-        """Draw one next token with these settings: the new text, and the distribution it came from."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-            raise RedthreadError(f"seed must be an integer from 0 to 2**64 - 1, got {seed!r}")
-        dist, p_sample = self._next(text, temperature, top_k, top_p, min_p, candidates)
-        gen = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(31))
+    def step(self, text: str, sampling: SampleConfig | None = None, candidates: int = 20) -> dict:
+        """Draw one next token with these settings (and their seed, else a random one): the new text,
+        and the distribution it came from."""
+        sampling = sampling or SampleConfig()
+        dist, p_sample = self._next(text, sampling, candidates)
+        gen = sampling.generator() or torch.Generator().manual_seed(secrets.randbits(31))
         token = int(torch.multinomial(p_sample.cpu(), 1, generator=gen))  # greedy: p_sample is one-hot
         piece = self.decode([token])
         return {"token": piece, "id": token, "text": text + piece, "distribution": dist}
 
-    def _next(self, text, temperature, top_k, top_p, min_p, candidates) -> tuple[dict, torch.Tensor]:
+    def _next(self, text: str, sampling: SampleConfig, candidates: int) -> tuple[dict, torch.Tensor]:
         if self.kind != "lm":
             raise RedthreadError(f"{self.name} is not a language model: it gives no next-token distribution here")
         if not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
             raise RedthreadError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
-        processors, greedy = build_processors(temperature, top_k, top_p, min_p)
         toks = self.tokens(text)
         idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
         logits = check_finite(self.model(idx)[:, -1, :].float(), "the model's next-token scores hold")  # (1, V)
         p = logits.softmax(-1)[0]  # (V,)
-        if greedy:  # temperature 0: all the mass on the argmax
-            p_sample = torch.zeros_like(p)
-            p_sample[p.argmax()] = 1.0
-        else:
-            p_sample = process(logits, idx, processors).softmax(-1)[0]
+        p_sample = sampling.probabilities(logits, idx)[0]  # (V,): one-hot on the argmax when greedy
         order = p.argsort(descending=True)[: min(candidates, p.numel())]
         entropy = -(p * p.clamp_min(1e-30).log()).sum().item()
         dist = {
@@ -225,7 +202,7 @@ class Inspector:
             "vocab_size": int(p.numel()),
             "entropy": entropy,
             "perplexity": math.exp(entropy),
-            "settings": {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p},
+            "settings": {k: getattr(sampling, k) for k in ("temperature", "top_k", "top_p", "min_p")},
         }
         return dist, p_sample
 
