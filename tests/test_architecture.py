@@ -60,16 +60,10 @@ KNOWN_VIOLATIONS = {  # (module, what it imports): why, and where it is undone
         "the regression models' losses call normal_nll, token_nll, gaussian_nll (issue 16 item 2)",
     ("redthread.models.regression", "redthread.train.loop"):
         "LinearRegression._fit_gd runs the training loop (issue 16 item 2)",
-    ("redthread.models.ngram", "redthread.train.objectives"):
-        "NGramLM's counts skip IGNORE_INDEX, a constant of the objectives (issue 16 item 2)",
     ("redthread.models.size", "redthread.train.memory"):
         "training_bytes_bound asks the training-memory model (issue 16 item 2)",
     ("redthread.models.size", "redthread.train.loop"):
         "the fit check resolves the device through the loop's resolve_device (issue 16 item 2)",
-    ("redthread.data.sequences", "redthread.train.objectives"):
-        "imports IGNORE_INDEX to mark unscored targets (issue 16 item 2)",
-    ("redthread.data.captions", "redthread.train.objectives"):
-        "imports IGNORE_INDEX to mark unscored targets (issue 16 item 2)",
 }
 
 

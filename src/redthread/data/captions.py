@@ -43,8 +43,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from redthread.data.targets import IGNORE_INDEX
 from redthread.errors import RedthreadError
-from redthread.train.objectives import IGNORE_INDEX
 
 SPECIALS = ("<pad>", "<bos>", "<eos>")
 PAD, BOS, EOS = 0, 1, 2

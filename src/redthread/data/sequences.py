@@ -28,9 +28,9 @@ from torch import Tensor
 
 from redthread.data.corpus import check_regular_file
 from redthread.data.lm import EVAL_SEED
+from redthread.data.targets import IGNORE_INDEX
 from redthread.data.tokenizers import CharTokenizer, Tokenizer
 from redthread.errors import MissingFile, RedthreadError
-from redthread.train.objectives import IGNORE_INDEX
 
 SPLITS = ("train", "val")
 BOUNDARY_CHARS = (".", "\n")  # the boundary's character: makemore's '.', or a newline when '.' is data

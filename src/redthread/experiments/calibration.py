@@ -31,13 +31,13 @@ from torch import nn
 from redthread.data.corpus import load_corpus, split_corpus
 from redthread.data.dataset import prepare_splits
 from redthread.data.lm import LMData
+from redthread.data.targets import IGNORE_INDEX
 from redthread.data.tokenizers import train_tokenizer
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.calibration import Calibration, calibration
 from redthread.train.loop import TrainConfig, evaluate, train
-from redthread.train.objectives import IGNORE_INDEX
 
 NAME, CLAIMS = "calibration", "C12"
 BLOCK, N_BINS = 64, 15

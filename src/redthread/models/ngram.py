@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from redthread.data.targets import IGNORE_INDEX
 from redthread.errors import RedthreadError
 from redthread.models.base import LanguageModel
 from redthread.models.config import ConfigMixin, check_positive_ints
-from redthread.train.objectives import IGNORE_INDEX
 
 MAX_TABLE = 2**27  # entries of the largest count table (1 GiB of float64)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from redthread.data.targets import IGNORE_INDEX
 from redthread.models.base import model_device
-from redthread.train.objectives import IGNORE_INDEX
 
 
 @dataclass

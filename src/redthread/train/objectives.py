@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-IGNORE_INDEX = -1  # a target that is not scored: padding after the end of a shorter sequence
+from redthread.data.targets import IGNORE_INDEX  # noqa: F401 (re-exported: the objectives skip it)
 
 
 def token_nll(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
