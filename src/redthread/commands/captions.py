@@ -155,12 +155,9 @@ def train_captioner(
     log(f"captioner on {task}: {n_train:,} training scenes, {n_test:,} unseen test scenes, vocabulary of "
         f"{len(data.vocab)}; {model.num_params():,} parameters, {cfg.max_iters} steps")
     extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
-    try:
-        result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log, extra=extra,
-                       publish=folder.publish if folder.replacing else None)
-    except BaseException:
-        folder.abandon()  # failed before its first checkpoint: an old run it was replacing stays
-        raise
+    with folder:  # a failure before the first checkpoint leaves a run it was replacing as it was
+        result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log,
+                       extra=extra, publish=folder.publish)
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")

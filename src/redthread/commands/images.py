@@ -93,13 +93,9 @@ def train_vit_digits(
     model = ViT(cfg_model)
     log(f"ViT on digits ({data.image_size}x{data.image_size}, {cfg_model.n_patches} patches of "
         f"{cfg_model.patch_size}x{cfg_model.patch_size}): {model.num_params():,} parameters, {cfg.max_iters} steps")
-    try:
+    with folder:  # a failure before the first checkpoint leaves a run it was replacing as it was
         result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log,
-                       extra={"task": "vit-digits", "upscale": upscale},
-                       publish=folder.publish if folder.replacing else None)
-    except BaseException:
-        folder.abandon()  # failed before its first checkpoint: an old run it was replacing stays
-        raise
+                       extra={"task": "vit-digits", "upscale": upscale}, publish=folder.publish)
     scores = {**score(model, data), "steps": result.step, "train_seconds": result.elapsed, "upscale": upscale}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")

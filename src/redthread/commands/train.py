@@ -73,12 +73,8 @@ def train_language_model(
     log: Callable[[str], None] = lambda s: None,
 ) -> TrainedRun:
     out = Path(out)
-    folder = check_run_dir(out, resume, overwrite)
-    try:
+    with check_run_dir(out, resume, overwrite) as folder:  # a failure before the first checkpoint leaves an old run as it was
         return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log)
-    except BaseException:
-        folder.abandon()  # a replacing run that failed before its first checkpoint: the old run stays as it was
-        raise
 
 
 def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log) -> TrainedRun:
@@ -111,6 +107,6 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
         f"{cfg.n_head} heads, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=resume,
-                   progress=progress, log=log, extra=extra, publish=folder.publish if folder.replacing else None)
+                   progress=progress, log=log, extra=extra, publish=folder.publish)
     final = evaluate(model, lm_data, "val", batch_size=64)  # every validation token, once
     return TrainedRun(out, model, tokenizer, lm_data, result, final)

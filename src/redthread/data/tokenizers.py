@@ -302,15 +302,9 @@ def _stream_pieces(parts: Iterable[str]) -> Iterator[str]:
     cut may differ from the whole text's."""
     carry, emitted = "", False
     for part in parts:
-        carry += part
-        start = 0
-        while len(carry) - start > BPE_CHUNK_CHARS:
-            match = _SAFE_CUT.search(carry, start + BPE_CHUNK_CHARS)
-            if match is None:
-                break
-            yield carry[start : match.end()]
-            emitted, start = True, match.end()
-        carry = carry[start:]
+        pieces, carry = _cut_safely(carry + part)
+        yield from pieces
+        emitted = emitted or bool(pieces)
         if len(carry) > BPE_MAX_CARRY:
             yield carry
             emitted, carry = True, ""
@@ -320,12 +314,19 @@ def _stream_pieces(parts: Iterable[str]) -> Iterator[str]:
 
 def _safe_chunks(text: str):
     """Yield pieces of about BPE_CHUNK_CHARS that join to `text`, cut only at _SAFE_CUT."""
-    start = 0
+    pieces, rest = _cut_safely(text)
+    yield from pieces
+    if rest or not text:
+        yield rest
+
+
+def _cut_safely(text: str) -> tuple[list[str], str]:
+    """The pieces of at least BPE_CHUNK_CHARS that `text` cuts into at _SAFE_CUT, and the rest after the last cut."""
+    pieces, start = [], 0
     while len(text) - start > BPE_CHUNK_CHARS:
         match = _SAFE_CUT.search(text, start + BPE_CHUNK_CHARS)
         if match is None:
             break
-        yield text[start : match.end()]
+        pieces.append(text[start : match.end()])
         start = match.end()
-    if start < len(text) or not text:
-        yield text[start:]
+    return pieces, text[start:]

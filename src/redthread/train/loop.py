@@ -357,7 +357,7 @@ def train(
                     raise RedthreadError(f"{e}{kept}") from None
                 plot_loss_curve(metrics_path, run_dir / "loss.png")
             saved_step = step
-            if publish is not None:  # a replacing run: its folder takes the old run's place now
+            if publish is not None:  # the first save: a replacing run swaps in for the old one, and writes there from now
                 run_dir, publish = publish(), None
                 metrics_path = run_dir / "metrics.jsonl" if main else None
 
@@ -398,8 +398,8 @@ def train(
 
             if step % cfg.log_interval == 0 or step == cfg.max_iters:
                 last_loss = distributed.average(loss_acc).item() / steps_since_log  # the only host-device sync of a step
-                if not math.isfinite(last_loss) or distributed.maximum(diverged_at).item() >= 0:  # same on every rank
-                    check_finite()
+                if not math.isfinite(last_loss):  # averaged over ranks: every rank decides the same
+                    check_finite()  # a finite loss with a bad gradient shows at the next step, or at the save
                 loss_acc.zero_()
                 steps_since_log = 0
                 now = time.perf_counter()

@@ -60,11 +60,18 @@ class RunFolder:
             check_writable(self.out.parent if self.replacing else self.out)
             if not self.replacing and not resume:
                 _remove_files(self.out, RUN_FILES)  # leftovers of a run killed before its first checkpoint
-            _remove_files(self.write_dir, [p.name for p in temporary_files(self.write_dir, RUN_FILES)])
+            _remove_files(self.write_dir, temporary_files(self.write_dir, RUN_FILES))
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if error is not None:
+            self.abandon()  # failed before its first checkpoint: an old run it was replacing stays as it was
 
     def publish(self) -> Path:
-        """The first checkpoint of a replacing run is saved: swap it in for the old run; return `out`."""
-        if distributed.is_main():
+        """The first checkpoint is saved: a replacing run swaps in for the old run now; return `out`."""
+        if self.replacing and distributed.is_main():
             try:
                 os.replace(self.out, self.replaced)
                 os.replace(self.staging, self.out)
@@ -106,7 +113,7 @@ def _adopt(old: Path, new: Path) -> None:
 
 
 def _remove_files(folder: Path, names) -> None:
-    for name in names:
+    for name in names:  # names in `folder`, or paths
         try:
             (folder / name).unlink(missing_ok=True)
         except OSError as e:
