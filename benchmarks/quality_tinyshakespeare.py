@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from redthread.commands.train import train_language_model
+from redthread.train.language_model import train_language_model
 
 REFERENCE_NATS = 1.90
 TARGET_NATS = 1.85

@@ -199,3 +199,18 @@ def test_bpe_run_is_self_contained(tmp_path, corpus):
     assert ckpt.tokenizer.kind == "bpe" and ckpt.model.cfg.vocab_size == ckpt.tokenizer.vocab_size
     code, text, err = cli("sample", "--checkpoint", out, "--prompt", "naïve ☃", "--max-new-tokens", "8", "--seed", "0")
     assert code == 0 and text.startswith("naïve ☃"), err
+
+
+def test_sample_flags_are_built_from_sample_config():
+    """One flag per SampleConfig field, with its meaning; a bad value is SampleConfig's one-line error."""
+    from dataclasses import fields
+
+    from redthread.cli import build_parser
+    from redthread.generate.config import SampleConfig
+
+    sample = build_parser()._subparsers._group_actions[0].choices["sample"]
+    actions = {a.dest: a for a in sample._actions}
+    for f in fields(SampleConfig):
+        assert actions[f.name].default == f.default and actions[f.name].help.startswith(f.metadata["help"]), f.name
+    code, _, err = cli("sample", "--checkpoint", "nowhere", "--top-p", "0")
+    assert code == 1 and err.startswith("error: top_p") and len(err.strip().splitlines()) == 1

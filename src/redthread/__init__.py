@@ -17,9 +17,10 @@ from redthread.layers.blocks import DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from redthread.models.base import LanguageModel
+from redthread.models.base import Classifier, Estimator, GaussianRegressor, LanguageModel
 from redthread.models.bigram import BigramConfig, BigramLM
 from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.models.likelihoods import gaussian_nll, normal_nll, token_nll
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
@@ -29,22 +30,22 @@ from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, Trans
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.calibration import calibration
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from redthread.train.fit import fit_gd
 from redthread.train.loop import TrainConfig, evaluate
-from redthread.train.objectives import gaussian_nll, token_nll
 from redthread.viz.record import AttentionMaps, record_attention
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "RedthreadError", "InvalidValue", "InvalidType", "MissingFile", "LanguageModel", "build_model",
-    "LinearRegression", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
+    "RedthreadError", "InvalidValue", "InvalidType", "MissingFile", "Estimator", "LanguageModel", "Classifier",
+    "GaussianRegressor", "build_model", "LinearRegression", "fit_gd", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
     "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",
     "CaptionerConfig", "Captioner",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
-    "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll",
+    "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
     "from_pretrained", "export_gpt2",
     "record_attention", "AttentionMaps",

@@ -51,6 +51,20 @@ def _seed(text: str) -> int:
     return value
 
 
+def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per SampleConfig field (generate/config.py), with its meaning; SampleConfig checks the values."""
+    from typing import get_args, get_type_hints
+
+    from redthread.generate.config import SampleConfig
+
+    hints = get_type_hints(SampleConfig)
+    group = parser.add_argument_group("sampling")
+    for f in fields(SampleConfig):
+        kind = next(t for t in (hints[f.name], *get_args(hints[f.name])) if t in (int, float))
+        default = "" if f.default is None else f" (default {f.default})"
+        group.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default, help=f.metadata["help"] + default)
+
+
 def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: str = "") -> list[str]:
     """One flag per dataclass field (--n-layer for n_layer), typed by its default; None = keep the default."""
     group = parser.add_argument_group(title)
@@ -111,17 +125,12 @@ def build_parser() -> Parser:
     sample.add_argument("--prompt", help="text to continue (default: a newline)")
     sample.add_argument("--prompt-file", help="read the prompt from a UTF-8 file")
     sample.add_argument("--max-new-tokens", type=int, default=500)
-    sample.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    sample.add_argument("--top-k", type=int)
-    sample.add_argument("--top-p", type=float)
-    sample.add_argument("--min-p", type=float)
-    sample.add_argument("--repetition-penalty", type=float)
     sample.add_argument("--num-samples", type=int, default=1)
-    sample.add_argument("--seed", type=_seed, help="makes the samples reproducible")
     sample.add_argument("--no-cache", action="store_true", help="recompute the whole context every step")
     sample.add_argument("--unknown", choices=("error", "replace"), default="error",
                         help="characters the tokenizer never saw: error, or replace them with a space")
     sample.add_argument("--device", default="auto")
+    _add_sampling_flags(sample)
 
     ladder = sub.add_parser("ladder", help="train every rung (counts, bigram, MLP, RNN, LSTM, GRU, Transformer) on the same data; compare")
     ladder.add_argument("--data", help="shakespeare (default), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
@@ -246,7 +255,7 @@ def run(args) -> None:
                 print(line)
             print(f"run folder: {args.out}")
     elif args.command == "train":
-        from redthread.commands.train import train_language_model
+        from redthread.train.language_model import train_language_model
 
         run = train_language_model(
             args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),
@@ -262,7 +271,7 @@ def run(args) -> None:
 
         prompt = read_prompt(args.prompt, args.prompt_file)
         stream = (lambda s: print(s, end="", flush=True)) if args.num_samples == 1 else None
-        sampling = SampleConfig(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty, args.seed)
+        sampling = SampleConfig(**{f.name: getattr(args, f.name) for f in fields(SampleConfig)})
         texts = sample_text(args.checkpoint, prompt, args.max_new_tokens, sampling, args.num_samples,
                             use_cache=not args.no_cache, unknown=args.unknown, device=args.device, stream=stream)
         if stream:
@@ -274,10 +283,18 @@ def run(args) -> None:
         from redthread.commands.images import image_ladder_command
 
         image_ladder_command(args)
+    elif args.command == "ladder" and args.regression:
+        from redthread.commands.regression import regression_ladder_command
+
+        regression_ladder_command(args)
     elif args.command == "ladder":
         from redthread.commands.ladder import ladder_command
 
         ladder_command(args)
+    elif args.command == "attention" and (args.index is not None or args.image is not None):
+        from redthread.commands.images import image_attention_command  # a ViT or captioner run: an image's patches
+
+        image_attention_command(args)
     elif args.command == "attention":
         from redthread.commands.attention import attention_command
 

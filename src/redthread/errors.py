@@ -33,3 +33,13 @@ class MissingFile(RedthreadError, FileNotFoundError):
 
     def __str__(self) -> str:  # one line, as given (OSError's str would add nothing, but be explicit)
         return str(self.args[0]) if self.args else ""
+
+
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """`value` if it is an integer >= minimum (a bool is not); else InvalidType or InvalidValue naming `name`."""
+    wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidType(f"{name} must be {wanted}, got {value!r}")
+    if value < minimum:
+        raise InvalidValue(f"{name} must be {wanted}, got {value!r}")
+    return value

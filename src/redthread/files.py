@@ -137,3 +137,22 @@ def _size(n: float) -> str:
             return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
         n /= 1024
     return f"{n:,.1f} TiB"
+
+
+# what `redthread ladder` writes in its report folder; its text, image and regression variants share it
+LADDER_REPORT = ("ladder.csv", "ladder.md", "ladder.png", "reliability.png", "regression.csv", "regression.md",
+                 "regression.png", "rungs")
+
+
+def check_report_folder(out: Path, overwrite: bool, names: tuple[str, ...] = LADDER_REPORT) -> None:
+    """Refuse to replace an earlier report unless asked; with `overwrite`, clear only the `names` a report writes."""
+    if out.exists() and not out.is_dir():
+        raise RedthreadError(f"output path {out} exists and is not a folder")
+    holds = out.is_dir() and any((out / name).exists() for name in names)
+    if holds and not overwrite:
+        raise RedthreadError(f"output folder {out} already holds a ladder report: pass --overwrite to replace it")
+    check_writable(out)  # a read-only or full place fails now, not after the work
+    if holds:
+        for name in names:
+            path = out / name
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)

@@ -89,7 +89,7 @@ def test_caption_attention_of_an_image_file_with_notices(caption_run, tmp_path):
     (["--patch-size", "5"], ["patch size 5 does not divide the 24-pixel canvas"]),
     (["--n-layer", "2"], ["--n-layer-encoder and --n-layer-decoder"]),
     (["--data", "x.txt"], ["generates its own scenes"]),
-    (["--block-size", "8"], ["--block-size is not a captioner setting"]),
+    (["--block-size", "8"], ["block_size is fixed by the data (12), got 8"]),
     (["--scenes", "0"], ["--scenes must be a positive number"]),
 ])
 def test_train_caption_bad_input_is_one_line(tmp_path, args, needles):

@@ -24,7 +24,7 @@ from redthread.data.captions import (
     shapes_caption,
 )
 from redthread.errors import RedthreadError
-from redthread.train.objectives import IGNORE_INDEX
+from redthread.models.likelihoods import IGNORE_INDEX
 
 
 def test_the_caption_walks_columns_left_to_right_and_rows_top_down():
@@ -89,7 +89,7 @@ def test_digit_pairs_take_training_digits_for_training_and_test_digits_for_testi
 def test_caption_data_batches_teacher_force_and_ignore_padding():
     data = load_caption_data("caption-shapes", n_train=64, n_test=16)
     x, y = data.batch("train", 8, torch.Generator().manual_seed(0))
-    assert x.images.shape == (8, 3, 24, 24) and x.tokens.shape == y.shape == (8, data.max_len - 1)
+    assert x.images.shape == (8, 3, 24, 24) and x.tokens.shape == y.shape == (8, data.block_size - 1)
     assert (x.tokens[:, 0] == BOS).all()
     scored = y != IGNORE_INDEX
     assert torch.equal(y[:, :-1][scored[:, :-1]], x.tokens[:, 1:][scored[:, :-1]])  # y is x shifted by one

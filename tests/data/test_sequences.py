@@ -10,8 +10,8 @@ import torch
 
 from redthread.data.sequences import SequenceData, load_lines
 from redthread.errors import RedthreadError
+from redthread.models.likelihoods import IGNORE_INDEX
 from redthread.train.loop import evaluate
-from redthread.train.objectives import IGNORE_INDEX
 
 NAMES = Path("/work/shared/data/names.txt")
 SEQS = [np.array([1, 2, 3]), np.array([4]), np.array([2, 2]), np.array([3, 1, 4, 1]), np.array([], dtype=np.int64)]

@@ -8,7 +8,7 @@ import pytest
 
 from redthread.data.synthetic import HMMSource, MarkovSource, RecallSource
 from redthread.errors import RedthreadError
-from redthread.train.objectives import IGNORE_INDEX
+from redthread.models.likelihoods import IGNORE_INDEX
 
 
 def _stationary_by_eig(M: np.ndarray) -> np.ndarray:

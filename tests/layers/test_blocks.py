@@ -83,11 +83,11 @@ def test_decoder_block_matches_nn_transformer_decoder_layer(norm):
         copy_norm(ref.norm1, ours.self_attn_res.norm)
         copy_norm(ref.norm2, ours.cross_attn_res.norm)
         copy_norm(ref.norm3, ours.ffn_res.norm)
-    x, memory = torch.randn(B, T, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
+    x, context = torch.randn(B, T, C, dtype=torch.float64), torch.randn(B, S, C, dtype=torch.float64)
     keep = torch.ones(B, S, dtype=torch.bool)
     keep[1, -3:] = False
-    y = ours(x, memory=memory, memory_mask=keep[:, None, None, :])
-    y_ref = ref(x, memory, tgt_mask=~causal_mask(T, T), memory_key_padding_mask=~keep)
+    y = ours(x, context=context, context_mask=keep[:, None, None, :])
+    y_ref = ref(x, context, tgt_mask=~causal_mask(T, T), memory_key_padding_mask=~keep)
     torch.testing.assert_close(y, y_ref, atol=ATOL64, rtol=0)
 
 

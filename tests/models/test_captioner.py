@@ -17,7 +17,7 @@ from redthread.train.loop import TrainConfig, train
 
 
 def tiny(**kw) -> CaptionerConfig:
-    return CaptionerConfig(**{"vocab_size": 14, "max_len": 12, "n_layer_encoder": 1, "n_layer_decoder": 2, "n_head": 2,
+    return CaptionerConfig(**{"vocab_size": 14, "block_size": 12, "n_layer_encoder": 1, "n_layer_decoder": 2, "n_head": 2,
                               "d_model": 16, **kw})
 
 
@@ -110,7 +110,7 @@ def test_the_captioner_memorises_a_few_scenes_with_the_shared_loop():
     torch.manual_seed(0)
     scenes, vocab = make_shapes(8, seed=0)
     data = CaptionData(scenes, scenes, vocab, "caption-shapes", 4)
-    model = Captioner(tiny(vocab_size=len(vocab), max_len=data.max_len, d_model=32))
+    model = Captioner(tiny(vocab_size=len(vocab), block_size=data.block_size, d_model=32))
     cfg = TrainConfig(max_iters=250, batch_size=8, lr=5e-3, min_lr=5e-4, warmup_iters=10, weight_decay=0.0,
                       eval_interval=250, eval_batches=1, log_interval=250, seed=0, device="cpu")
     result = train(model, data, cfg, progress=False)
@@ -118,3 +118,9 @@ def test_the_captioner_memorises_a_few_scenes_with_the_shared_loop():
     out = caption(model, scenes.images)
     assert len(set((scenes.tokens == EOS).nonzero()[:, 1].tolist())) > 1  # captions of several lengths: rows stop apart
     assert torch.equal(torch.nn.functional.pad(out, (0, scenes.tokens.size(1) - out.size(1))), scenes.tokens)
+
+
+def test_a_config_saved_with_the_old_max_len_name_still_loads():
+    old = {**tiny().to_dict(), "max_len": 9}
+    del old["block_size"]
+    assert CaptionerConfig.from_dict(old).block_size == 9

@@ -6,9 +6,9 @@ import torch
 
 import redthread as rt
 from redthread.models.bigram import BigramConfig, BigramLM
+from redthread.models.likelihoods import IGNORE_INDEX
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
-from redthread.train.objectives import IGNORE_INDEX
 
 
 def test_ngram_nll_matches_a_hand_computation():

@@ -9,8 +9,8 @@ from torch import nn
 
 from redthread.errors import RedthreadError
 from redthread.generate.sampler import generate
+from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import CELLS, RecurrentConfig, RecurrentLM, RecurrentState
-from redthread.train.objectives import token_nll
 
 ATOL64 = 1e-12
 V, W = 11, 8  # vocab size, block size

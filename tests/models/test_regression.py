@@ -14,6 +14,7 @@ from torch.distributions import Categorical, Normal
 from redthread.commands.regression import run_regression
 from redthread.data.regression import RegressionData, make_regression
 from redthread.errors import RedthreadError
+from redthread.models.likelihoods import normal_nll, token_nll
 from redthread.models.regression import (
     LinearRegression,
     MLPClassifier,
@@ -21,8 +22,8 @@ from redthread.models.regression import (
     NadarayaWatson,
     SoftmaxRegression,
 )
+from redthread.train.fit import fit_gd
 from redthread.train.loop import TrainConfig, train
-from redthread.train.objectives import normal_nll, token_nll
 
 ATOL64 = 1e-8
 
@@ -108,11 +109,19 @@ def test_linear_regression_gd_matches_closed_form():
     lands on the least-squares solution and on the MLE variance RSS / n."""
     X, y = random_linear(n=200, F=4)
     closed = LinearRegression().fit(X, y)
-    gd = LinearRegression().fit(X, y, method="gd")  # 500 full-batch AdamW steps on standardised data
+    gd = fit_gd(LinearRegression(), X, y)  # 500 full-batch AdamW steps on standardised data
     np.testing.assert_allclose(gd.coef_.numpy(), closed.coef_.numpy(), rtol=0, atol=1e-6)
     assert gd.intercept_ == pytest.approx(closed.intercept_, abs=1e-6)
     assert gd.noise_var_ == pytest.approx(closed.noise_var_, rel=1e-4)
     assert gd.train_result_.step == 500
+
+
+def test_fit_method_gd_is_a_deprecated_alias_of_fit_gd():
+    X, y = random_linear(n=100, F=2)
+    with pytest.warns(DeprecationWarning, match="fit_gd"):
+        old = LinearRegression().fit(X, y, method="gd", max_iters=50)
+    new = fit_gd(LinearRegression(), X, y, max_iters=50)
+    assert torch.equal(old.coef_, new.coef_) and old.noise_var_ == new.noise_var_
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from redthread.errors import RedthreadError
 from redthread.models import size
 from redthread.models.registry import MODELS, build_model
 from redthread.models.transformer import TransformerConfig
+from redthread.train import memory
 
 GIB = 2**30
 
@@ -149,16 +150,16 @@ def test_generation_memory_counts_caches_per_sample():
 def test_training_check_refuses_a_huge_batch_for_every_class_and_passes_usual_ones(class_name):
     cfg = MODELS[class_name][1].from_dict(CONFIGS[class_name][0])
     for batch in (1, 32, 64):
-        size.check_training_fits(class_name, cfg, batch)
+        memory.check_training_fits(class_name, cfg, batch)
     with pytest.raises(RedthreadError, match=rf"^batch_size=100000000000 needs ~.* to train this {class_name} "):
-        size.check_training_fits(class_name, cfg, 10**11)
+        memory.check_training_fits(class_name, cfg, 10**11)
 
 
 @pytest.mark.parametrize("class_name, fields", [(c, f) for c, fs in CONFIGS.items() for f in fs if c != "TransformerLM"])
 def test_training_bound_is_at_least_the_weights_gradients_and_moments(class_name, fields):
     cfg, model = built(class_name, fields)
     n = sum(p.numel() for p in model.parameters())
-    assert size.training_bytes_bound(class_name, cfg, 4) >= 16 * n
+    assert memory.training_bytes_bound(class_name, cfg, 4) >= 16 * n
 
 
 def test_the_ladder_rungs_fit_at_their_sizes():
@@ -172,4 +173,4 @@ def test_the_ladder_rungs_fit_at_their_sizes():
         fields, _ = rung_settings(rung, Data)
         class_name = rung_class(rung)
         cfg = MODELS[class_name][1].from_dict({**fields, **RUNGS[rung][1]})
-        size.check_training_fits(class_name, cfg, 64)
+        memory.check_training_fits(class_name, cfg, 64)

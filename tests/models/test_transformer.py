@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from redthread.errors import RedthreadError
 from redthread.generate.sampler import generate
+from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import Encoder, EncoderDecoder, TransformerConfig, TransformerLM
-from redthread.train.objectives import token_nll
 
 ATOL64 = 1e-10
 FEW = settings(max_examples=12, deadline=None)
@@ -223,9 +223,9 @@ def test_encoder_decoder_padding_mask_ignores_padded_source_tokens():
         torch.testing.assert_close(model(src, tgt, keep), model(src2, tgt, keep), atol=1e-12, rtol=0)
 
 
-def test_decoder_without_memory_raises():
+def test_decoder_without_context_raises():
     model = seq2seq().decoder
-    with pytest.raises(RedthreadError, match="memory"):
+    with pytest.raises(RedthreadError, match="pass context"):
         model(tokens((1, 6), seed=1))
 
 

@@ -166,6 +166,10 @@ def test_step_appends_one_token_reproducibly(client):
         ("/api/next", {"model": "tiny", "text": TEXT, "temperature": -1}, 422, "temperature"),
         ("/api/next", {"model": "tiny", "text": TEXT, "top_p": 1.5}, 422, "top_p"),
         ("/api/attention", {"model": "ladder/rungs/bigram", "text": TEXT}, 404, "unknown model"),
+        ("/api/next", {"model": "tiny", "text": TEXT, "temprature": 0.5}, 422, "temprature: Extra inputs"),
+        ("/api/next", {"model": "tiny", "text": TEXT, "repetition_penalty": 0}, 422, "repetition_penalty"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "seed": 1}, 422, "seed: Extra inputs"),
+        ("/api/image", {"model": "tiny", "index": 0, "size": 3}, 422, "size: Extra inputs"),
     ],
 )
 def test_bad_requests_get_a_clear_4xx(client, path, body, status, message):
@@ -179,6 +183,19 @@ def test_a_long_text_is_cut_to_the_context_with_a_notice(client):
     body = client.post("/api/attention", json={"model": "tiny", "text": "to be " * 10}).json()
     assert "kept the last 32" in body["notice"]
     assert len(body["tabs"][0]["queries"]) == 32
+
+
+def test_the_sampling_fields_are_built_from_sample_config(client):
+    """Each sampling field of /api/next and /api/step is SampleConfig's: same default, meaning and bounds."""
+    from dataclasses import fields
+
+    from redthread.generate.config import SampleConfig
+
+    spec = client.get("/openapi.json").json()["components"]["schemas"]
+    for f in fields(SampleConfig):
+        schema = spec["StepRequest"]["properties"][f.name]
+        assert schema["description"] == f.metadata["help"] and schema.get("default") == f.default, f.name
+    assert client.post("/api/step", json={"model": "tiny", "text": TEXT, "repetition_penalty": 1.3, "seed": 0}).status_code == 200
 
 
 def test_openapi_describes_the_api(client):

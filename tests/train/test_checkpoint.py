@@ -9,10 +9,10 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from redthread.errors import RedthreadError
+from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.train import checkpoint as checkpoint_module
 from redthread.train.checkpoint import FILENAME, load_checkpoint, read_checkpoint, save_checkpoint
-from redthread.train.objectives import token_nll
 
 CFG = TransformerConfig(vocab_size=13, block_size=16, n_layer=2, n_head=2, d_model=16)
 

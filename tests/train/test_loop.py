@@ -11,6 +11,7 @@ import torch
 from redthread.data.dataset import TokenSplit
 from redthread.data.lm import LMData
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, evaluate, lr_at, make_optimizer, read_metrics, train
 
 CFG = TransformerConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, dropout=0.1)
@@ -42,8 +43,9 @@ class Interrupting(LMData):
         return super().batch(split, batch_size, generator)
 
 
-@pytest.mark.parametrize("grad_accum", [1, 2])
-def test_resume_reproduces_an_uninterrupted_run(tmp_path, grad_accum):
+@pytest.mark.parametrize("grad_accum, read_first", [(1, False), (2, False), (1, True)])
+def test_resume_reproduces_an_uninterrupted_run(tmp_path, grad_accum, read_first):
+    """resume=True reads the checkpoint; resume=<the Checkpoint, read by the caller> continues from it."""
     cfg = TrainConfig(max_iters=20, batch_size=4, eval_interval=5, eval_batches=2, log_interval=5, warmup_iters=3, grad_accum=grad_accum)
     straight = fresh_model()
     train(straight, make_data(), cfg, run_dir=tmp_path / "a", progress=False)
@@ -52,7 +54,8 @@ def test_resume_reproduces_an_uninterrupted_run(tmp_path, grad_accum):
     with pytest.raises(KeyboardInterrupt):  # inside the step-10 evaluation, or mid-accumulation of step 11
         train(interrupted, Interrupting(make_data(), after=12 * grad_accum + 1), cfg, run_dir=tmp_path / "b", progress=False)
     resumed = fresh_model()
-    train(resumed, make_data(), cfg, run_dir=tmp_path / "b", resume=True, progress=False)
+    resume = read_checkpoint(tmp_path / "b") if read_first else True
+    train(resumed, make_data(), cfg, run_dir=tmp_path / "b", resume=resume, progress=False)
 
     for (name, p), q in zip(straight.named_parameters(), resumed.parameters()):
         assert torch.equal(p, q), name

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from redthread.errors import RedthreadError
+from redthread.models.likelihoods import token_nll
 from redthread.train import loop
 from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, lr_at, make_optimizer, read_metrics, train
-from redthread.train.objectives import token_nll
 from redthread.train.precision import Precision, choose_precision, enable_tf32
 
 from .test_loop import Interrupting, fresh_model, make_data

@@ -39,11 +39,6 @@ def attention_command(args, log=print) -> None:
     from redthread.viz.explorer import write_explorer
     from redthread.viz.figures import check_figure_path, plot_grid, plot_head
 
-    if getattr(args, "index", None) is not None or getattr(args, "image", None) is not None:
-        # a ViT run: an image's patches, not a text's tokens
-        from redthread.commands.images import image_attention_command
-
-        return image_attention_command(args, log)
     text = read_text(args.text, args.text_file)
     out = fresh_output_path(Path(args.out), args.overwrite)
     if out.suffix.lower() not in (".html", ".htm"):

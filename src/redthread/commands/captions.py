@@ -28,8 +28,9 @@ from redthread.files import atomic_write_text
 from redthread.generate.captions import GREEDY, caption
 from redthread.generate.config import SampleConfig
 from redthread.models.captioner import Captioner, CaptionerConfig
-from redthread.models.size import check_training_fits
 from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.memory import check_training_fits
+from redthread.train.run_folder import RunFolder
 
 # measured on caption-shapes (docs/vision.md): AdamW, warm-up, cosine decay, batch 64
 CAPTION_TRAIN = {"max_iters": 1500, "batch_size": 64, "lr": 2e-3, "min_lr": 1e-4, "warmup_iters": 100, "weight_decay": 0.05}
@@ -43,9 +44,9 @@ def captioner_config(data: CaptionData, requested: dict) -> CaptionerConfig:
     unknown = sorted(set(requested) - known)
     if unknown:
         raise RedthreadError(f"--{unknown[0].replace('_', '-')} is not a captioner setting (captioner: {', '.join(sorted(known))})")
-    base = {"vocab_size": len(data.vocab), "max_len": data.max_len, "image_size": data.image_size,
+    base = {"vocab_size": len(data.vocab), "block_size": data.block_size, "image_size": data.image_size,
             "channels": data.channels, "patch_size": data.patch_size}
-    for name in ("vocab_size", "image_size", "channels", "patch_size"):
+    for name in ("vocab_size", "block_size", "image_size", "channels", "patch_size"):
         if name in requested and requested[name] != base[name]:
             raise RedthreadError(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
     return CaptionerConfig(**{**base, **requested})
@@ -126,17 +127,17 @@ def train_captioner(
     log=print,
 ) -> dict:
     """Train a captioner on `task` into the run folder `out`; write results.json; return the test scores."""
-    from redthread.commands.train import check_run_dir
     from redthread.train import distributed
     from redthread.train.checkpoint import read_checkpoint
 
     log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
-    folder = check_run_dir(out, resume, overwrite)
+    folder = RunFolder(out, resume, overwrite)  # refuses to clobber a run; --overwrite stages the new one beside it
     if scenes is not None and (not isinstance(scenes, int) or scenes < 1):
         raise RedthreadError(f"--scenes must be a positive number of training scenes, got {scenes}")
     settings = {**SCENES, "n_train": scenes if scenes is not None else SCENES["n_train"], "patch_size": patch_size,
                 "colours": _words(colours, "colours"), "shapes": _words(shapes, "shapes")}
+    ckpt = None
     if resume:  # the scenes, and the model, of the run being continued
         ckpt = read_checkpoint(out)
         ckpt.require_resumable()  # refused before the scenes are made
@@ -156,7 +157,7 @@ def train_captioner(
         f"{len(data.vocab)}; {model.num_params():,} parameters, {cfg.max_iters} steps")
     extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
     with folder:  # a failure before the first checkpoint leaves a run it was replacing as it was
-        result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log,
+        result = train(model, data, cfg, run_dir=folder.write_dir, resume=ckpt if resume else False, progress=progress, log=log,
                        extra=extra, publish=folder.publish)
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
     if distributed.is_main():

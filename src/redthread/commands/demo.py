@@ -16,15 +16,16 @@ from pathlib import Path
 
 import torch
 
-from redthread.commands.sample import sample_text
-from redthread.commands.train import check_run_dir, train_language_model
 from redthread.data.lm import load_splits
 from redthread.errors import RedthreadError
 from redthread.generate.config import SampleConfig
+from redthread.generate.sampler import generate
+from redthread.models.likelihoods import token_nll
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train.language_model import train_language_model
 from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
-from redthread.train.objectives import token_nll
+from redthread.train.run_folder import RunFolder
 
 MODEL = dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0, pos="rope")
 TRAIN = dict(batch_size=24, lr=2e-3, min_lr=2e-4, warmup_iters=100, eval_interval=250, eval_batches=10, log_interval=10)
@@ -53,7 +54,7 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
         raise RedthreadError(f"--minutes must be positive, got {minutes}")
     device_ = resolve_device(device)
     out = Path(out) if out else Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
-    check_run_dir(out, resume=False, overwrite=False)  # refuse before spending any time
+    RunFolder(out, resume=False, overwrite=False)  # refuses a folder that holds a run, before spending any time
     say("redthread demo: a character-level Transformer learns P(next character | previous characters)")
     say("from Shakespeare's 37 plays by maximum likelihood, then writes with it.\n")
 
@@ -87,10 +88,11 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
         say(f"{name:34s} {n:>11,} {nll:>10.3f} {nll / ln2:>10.3f} {math.exp(nll):>11.2f}")
 
     say("\nsamples (top-p 0.9, temperature 0.8; three in one batch):")
-    texts = sample_text(str(out), prompt="\n", max_new_tokens=240, sampling=SampleConfig(temperature=0.8, top_p=0.9, seed=0),
-                        num_samples=3, device=device)
-    for i, text in enumerate(texts):
-        say(f"--- sample {i + 1} ---{text.rstrip()}\n")
+    model = run.model.eval()
+    prompt = torch.tensor([run.tokenizer.encode("\n")], device=next(model.parameters()).device)  # (1, 1)
+    samples = generate(model, prompt, 240, sampling=SampleConfig(temperature=0.8, top_p=0.9, seed=0), num_samples=3)
+    for i, row in enumerate(samples[:, 1:].tolist()):  # (3, 240): what follows the newline
+        say(f"--- sample {i + 1} ---\n{run.tokenizer.decode(row).rstrip()}\n")
     say(f"run folder: {out}  (checkpoint.safetensors, metrics.jsonl, loss.png)")
     say(f"more: redthread sample --checkpoint {out} --prompt 'ROMEO.' --top-p 0.9")
     return {"run_dir": str(out), "baselines": {r[0]: r[2] for r in rows[:2]}, "val_nll": run.final["nll"], "steps": run.result.step}

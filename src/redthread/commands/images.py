@@ -26,11 +26,12 @@ from torch import nn
 
 from redthread.data.images import ImageData, load_digits
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write_text, fresh_output_path
+from redthread.files import atomic_write_text, check_report_folder, fresh_output_path
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
-from redthread.models.size import check_training_fits
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.memory import check_training_fits
+from redthread.train.run_folder import RunFolder
 
 TASKS = ("vit-digits",)
 IMAGE_SETS = ("digits",)
@@ -79,12 +80,11 @@ def train_vit_digits(
     log=print,
 ) -> dict:
     """Train the ViT on digits into the run folder `out`; write results.json; return the test scores."""
-    from redthread.commands.train import check_run_dir
     from redthread.train import distributed
 
     log = log if distributed.is_main() else (lambda line: None)  # under torchrun, rank 0 reports and writes
     out = Path(out)
-    folder = check_run_dir(out, resume, overwrite)
+    folder = RunFolder(out, resume, overwrite)  # refuses to clobber a run; --overwrite stages the new one beside it
     data = load_digits(upscale=upscale)
     cfg_model = vit_config(data, upscale, model_fields or {})
     cfg = TrainConfig(**{**VIT_TRAIN, "eval_interval": 250, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
@@ -187,12 +187,10 @@ def write_image_report(results: list[ImageRung], data: ImageData, steps: int, ba
 
 
 def image_ladder_command(args) -> None:
-    from redthread.commands.ladder import check_out
-
     if args.data or args.lines or args.rungs or args.regression:
         raise RedthreadError("--images runs the image rungs on its own data: drop --data/--lines/--rungs/--regression")
     out = Path(args.out)
-    check_out(out, args.overwrite)
+    check_report_folder(out, args.overwrite)
     steps = args.steps if args.steps is not None else VIT_TRAIN["max_iters"]
     batch_size = args.batch_size if args.batch_size is not None else VIT_TRAIN["batch_size"]
     if steps < 1 or batch_size < 1:

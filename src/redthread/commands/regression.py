@@ -24,15 +24,15 @@ import torch
 
 from redthread.data.regression import RegressionData, make_regression
 from redthread.errors import RedthreadError
-from redthread.files import atomic_write, atomic_write_text
+from redthread.files import atomic_write, atomic_write_text, check_report_folder
 from redthread.models.regression import (
     LinearRegression,
     MLPRegressor,
     NadarayaWatson,
     r2_score,
 )
+from redthread.train.fit import fit_gd
 from redthread.train.loop import TrainConfig, train
-from redthread.train.objectives import normal_nll
 
 MLP = dict(d_hidden=64, n_layer=2)
 MLP_TRAIN = dict(max_iters=1500, batch_size=64, lr=1e-2, min_lr=1e-4, warmup_iters=50, weight_decay=0.0)
@@ -61,21 +61,21 @@ def _fit_all(problem, data: RegressionData, steps: int | None, seed: int, device
     fits.append(("linear regression", "closed form (least squares)", "linear, closed form", closed, time.perf_counter() - t, n_linear))
 
     t = time.perf_counter()
-    gd = LinearRegression().fit(X_tr, y_tr, method="gd", max_iters=GD_ITERS if steps is None else steps, seed=seed)
+    gd = fit_gd(LinearRegression(), X_tr, y_tr, max_iters=GD_ITERS if steps is None else steps, seed=seed)
     fits.append(("linear regression", "gradient descent, shared loop", "linear, gradient descent", gd, time.perf_counter() - t, n_linear))
 
     hetero = problem.kind == "heteroscedastic"
     torch.manual_seed(seed)
     mlp = MLPRegressor(X_tr.shape[1], heteroscedastic=hetero, **MLP)
     t = time.perf_counter()
-    train(mlp, data, _train_cfg(MLP_TRAIN, steps, seed, device), objective=normal_nll, progress=False)
+    train(mlp, data, _train_cfg(MLP_TRAIN, steps, seed, device), progress=False)
     how = "shared loop, " + ("log_var(x) learned" if hetero else "one learned log_var")
     name = f"MLP {MLP['n_layer']}x{MLP['d_hidden']} tanh"
     fits.append((name, how, name, mlp.cpu().eval(), time.perf_counter() - t, _n_params(mlp)))
 
     t = time.perf_counter()
     nw = NadarayaWatson().fit_memory(X_tr, y_tr)
-    train(nw, data, _train_cfg(NW_TRAIN, steps, seed, device), objective=normal_nll, progress=False)
+    train(nw, data, _train_cfg(NW_TRAIN, steps, seed, device), progress=False)
     nw = nw.cpu().eval()
     how = f"shared loop, leave-one-out; h = {nw.bandwidth:.3f}"
     fits.append(("Nadaraya-Watson attention", how, f"Nadaraya-Watson attention, h = {nw.bandwidth:.3f}", nw, time.perf_counter() - t, _n_params(nw)))
@@ -214,3 +214,13 @@ def _plot(path: Path, problem, data: RegressionData, grid, true_mean, true_std, 
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)
+
+
+def regression_ladder_command(args) -> None:
+    """`redthread ladder --regression KIND`: the regression rungs on data with a known E[y|x]."""
+    if args.data or args.lines or args.rungs:
+        raise RedthreadError("--regression runs the regression rungs on its own data: drop --data/--lines/--rungs")
+    out = Path(args.out)
+    check_report_folder(out, args.overwrite)
+    run_regression(args.regression, seed=args.seed, out=out)
+    print(f"report: {out / 'regression.md'}")

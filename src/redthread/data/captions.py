@@ -272,7 +272,7 @@ class CaptionData:
         return self.splits["train"].images.shape[2]
 
     @property
-    def max_len(self) -> int:
+    def block_size(self) -> int:
         """The longest caption with <bos> and <eos>."""
         return max(s.tokens.shape[1] for s in self.splits.values())
 

@@ -19,7 +19,7 @@ Experiments and the claims they test (`../shared/mission/SEED_EN.md`):
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,7 +27,7 @@ import torch
 
 from redthread.errors import RedthreadError
 
-EXPERIMENTS = {  # name -> module under redthread.experiments
+EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted module path (one of your own)
     "regression": "regression",
     "attention-as-regression": "attention_regression",
     "scaling": "scaling",
@@ -44,19 +44,27 @@ EXPERIMENTS = {  # name -> module under redthread.experiments
 }
 
 
+def module_path(name: str) -> str:
+    module = EXPERIMENTS[name]
+    return module if "." in module else f"redthread.experiments.{module}"
+
+
 def available() -> list[str]:
     """The experiments whose module exists in this install, in the order above."""
     out = []
-    for name, module in EXPERIMENTS.items():
-        if importlib.util.find_spec(f"redthread.experiments.{module}") is not None:
-            out.append(name)
+    for name in EXPERIMENTS:
+        try:
+            if importlib.util.find_spec(module_path(name)) is not None:
+                out.append(name)
+        except ModuleNotFoundError:  # a dotted path whose package is not installed
+            continue
     return out
 
 
 def load(name: str):
     if name not in EXPERIMENTS or name not in available():
         raise RedthreadError(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
-    return importlib.import_module(f"redthread.experiments.{EXPERIMENTS[name]}")
+    return importlib.import_module(module_path(name))
 
 
 @contextmanager

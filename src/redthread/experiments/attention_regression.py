@@ -36,7 +36,6 @@ from redthread.data.regression import RegressionData, make_regression
 from redthread.experiments.report import Report
 from redthread.models.regression import LinearRegression, NadarayaWatson
 from redthread.train.loop import TrainConfig, train
-from redthread.train.objectives import normal_nll
 
 NAME, CLAIMS = "attention-as-regression", "C6"
 NOISE = 0.3
@@ -147,7 +146,7 @@ def _one_seed(n: int, seed: int, steps: int, widths: list[float]) -> dict:
     with torch.no_grad():
         rmse_silverman = rmse(nw.eval()(grid)[0])
     cfg = TrainConfig(max_iters=steps, eval_interval=steps, eval_batches=1, log_interval=steps, seed=seed, device="cpu", **NW_TRAIN)
-    train(nw, data, cfg, objective=normal_nll, progress=False)
+    train(nw, data, cfg, progress=False)
     nw.eval()
     with torch.no_grad():
         mean = nw(grid)[0]  # (G,)

@@ -40,10 +40,10 @@ import torch
 from redthread.data.synthetic import RecallSource
 from redthread.experiments import one_thread
 from redthread.experiments.report import Report
+from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, train
-from redthread.train.objectives import token_nll
 
 NAME, CLAIMS = "long-range", "C3, C5, C6"
 VOCAB, P_COPY = 16, 0.9

@@ -37,9 +37,9 @@ from torch import Tensor, nn
 
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
+from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, evaluate, train
-from redthread.train.objectives import token_nll
 
 NAME, CLAIMS = "permutation", "C8"
 EQUIVARIANT = 1e-5  # max |f(x[perm]) - f(x)[perm]| without positions, at most

@@ -19,6 +19,7 @@ import torch
 from redthread.data.regression import make_regression
 from redthread.experiments.report import Report
 from redthread.models.regression import LinearRegression
+from redthread.train.fit import fit_gd
 
 NAME, CLAIMS = "regression", "C1"
 NOISE, FEATURES = 0.5, 3
@@ -59,7 +60,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
 
     prob = make_regression("linear", 1000, seed=seed, noise=NOISE, n_features=FEATURES, dtype=torch.float64)
     mse = LinearRegression().fit(prob.X, prob.y)
-    nll = LinearRegression().fit(prob.X, prob.y, method="gd", max_iters=3000, lr=0.05, batch_size=1000, seed=seed)
+    nll = fit_gd(LinearRegression(), prob.X, prob.y, max_iters=3000, lr=0.05, batch_size=1000, seed=seed)
     gap = max((mse.coef_ - nll.coef_).abs().max().item(), abs(float(mse.intercept_) - float(nll.intercept_)))
     if progress is not None:
         progress.update(1.0)

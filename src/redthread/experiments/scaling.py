@@ -42,9 +42,9 @@ from torch.func import jacrev, vmap
 
 from redthread.data.synthetic import RecallSource
 from redthread.experiments.report import Report
+from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, evaluate, train
-from redthread.train.objectives import token_nll
 from redthread.viz.record import record_attention
 
 NAME, CLAIMS = "scaling", "C7"

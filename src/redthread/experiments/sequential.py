@@ -33,9 +33,9 @@ from torch import Tensor
 
 from redthread.experiments import one_thread
 from redthread.experiments.report import Report
+from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
-from redthread.train.objectives import token_nll
 
 NAME, CLAIMS = "sequential", "C4"
 VOCAB, BATCH = 65, 4

@@ -30,7 +30,7 @@ def caption(model, images: Tensor, sampling: SampleConfig = GREEDY) -> Tensor:
     seq = torch.full((images.size(0), 1), BOS, dtype=torch.int64, device=images.device)  # (B, 1)
     done = torch.zeros(images.size(0), dtype=torch.bool, device=images.device)
     try:
-        for nxt in generate_stream(lm, seq, model.cfg.max_len - 1, sampling=sampling):  # (B, 1) each
+        for nxt in generate_stream(lm, seq, model.cfg.block_size - 1, sampling=sampling):  # (B, 1) each
             seq = torch.cat([seq, nxt.masked_fill(done[:, None], PAD)], dim=1)
             done |= nxt[:, 0] == EOS
             if done.all():

@@ -7,12 +7,13 @@
 
 `generate`, `generate_stream`, the command line's `sample` and the web app take their settings
 from it; the arguments are validated once, when it is made, with a one-line `InvalidValue` (a
-ValueError) naming the bad one.
+ValueError) naming the bad one. Each field carries its meaning and bounds as metadata, from which
+the `sample` command's flags and the web app's request models are built.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import Tensor
@@ -23,14 +24,21 @@ from redthread.generate.processors import Processor, build_processors, process
 MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1
 
 
+def _setting(default, help: str, **bounds):
+    """A field with its one-line meaning and its bounds (ge, gt, le: as pydantic names them)."""
+    return field(default=default, metadata={"help": help, "bounds": bounds})
+
+
 @dataclass(frozen=True)
 class SampleConfig:
-    temperature: float = 1.0  # 0 = greedy
-    top_k: int | None = None
-    top_p: float | None = None
-    min_p: float | None = None
-    repetition_penalty: float | None = None
-    seed: int | None = None  # makes the draws reproducible
+    temperature: float = _setting(1.0, "divide the logits by it before sampling; 0 = greedy", ge=0.0)
+    top_k: int | None = _setting(None, "sample from the k most probable tokens only", ge=1)
+    top_p: float | None = _setting(None, "sample from the fewest tokens whose probabilities add up to p (nucleus)",
+                                   gt=0.0, le=1.0)
+    min_p: float | None = _setting(None, "drop tokens less probable than min_p times the most probable", ge=0.0, le=1.0)
+    repetition_penalty: float | None = _setting(None, "make tokens already in the text less likely (> 1) or more (< 1)",
+                                                gt=0.0)
+    seed: int | None = _setting(None, "makes the draws reproducible", ge=0, le=MAX_SEED)
 
     def __post_init__(self):
         self.build_processors()  # validates every setting
@@ -60,3 +68,4 @@ class SampleConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+

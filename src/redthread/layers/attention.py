@@ -80,7 +80,8 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         scale: float | None = None,
-        rotary_len: int | None = None,
+        rotary: bool = False,
+        block_size: int | None = None,
     ):
         super().__init__()
         if n_head < 1 or d_model % n_head != 0:
@@ -91,8 +92,10 @@ class MultiHeadAttention(nn.Module):
         self.scale = scale  # None: 1/sqrt(d_head)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        # rotary positions (pos="rope") for self-attention over up to rotary_len positions
-        self.rotary = RotaryEmbedding(rotary_len, self.d_head) if rotary_len else None
+        if rotary and not block_size:
+            raise InvalidValue("rotary positions need the block_size, the most positions they rotate")
+        # rotary positions (pos="rope") for self-attention over up to block_size positions
+        self.rotary = RotaryEmbedding(block_size, self.d_head) if rotary else None
 
     def _proj_slice(self, x: Tensor, start: int, end: int) -> Tensor:
         """x @ W[start:end]^T + b[start:end]: part of the packed [W_q; W_k; W_v] projection."""

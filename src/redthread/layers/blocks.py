@@ -59,12 +59,12 @@ class Residual(nn.Module):
 class EncoderBlock(nn.Module):
     def __init__(
         self,
-        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None,
-        norm_eps=1e-5,
+        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
+        block_size=None, norm_eps=1e-5,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
+            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size
         )
         self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
@@ -79,12 +79,12 @@ class EncoderBlock(nn.Module):
 class DecoderBlock(nn.Module):
     def __init__(
         self,
-        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary_len=None,
-        norm_eps=1e-5, cross=False,
+        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
+        block_size=None, norm_eps=1e-5, cross=False,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary_len=rotary_len
+            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size
         )
         self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         if cross:
@@ -98,19 +98,19 @@ class DecoderBlock(nn.Module):
     def forward(
         self,
         x: Tensor,
-        memory: Tensor | None = None,
-        memory_mask: Tensor | None = None,
+        context: Tensor | None = None,
+        context_mask: Tensor | None = None,
         cache: LayerCache | None = None,
     ) -> Tensor:
-        """x (B, T, C); memory (B, S, C) the encoder output; memory_mask broadcastable to (B, H, T, S)."""
+        """x (B, T, C); context (B, S, C) the encoder output; context_mask broadcastable to (B, H, T, S)."""
         h = self.self_attn_res.normed_input(x)
         x = self.self_attn_res.add(x, self.self_attn(h, cache=None if cache is None else cache.self_attn)[0])
         if self.cross_attn is not None:
-            if memory is None:  # without it, cross-attention would silently become non-causal self-attention
-                raise InvalidValue("this decoder has cross-attention: pass memory (the encoder output)")
+            if context is None:  # without it, cross-attention would silently become non-causal self-attention
+                raise InvalidValue("this decoder has cross-attention: pass context (the encoder output)")
             h = self.cross_attn_res.normed_input(x)
             kv_cache = None if cache is None else cache.cross_attn
-            x = self.cross_attn_res.add(x, self.cross_attn(h, context=memory, mask=memory_mask, cache=kv_cache)[0])
+            x = self.cross_attn_res.add(x, self.cross_attn(h, context=context, mask=context_mask, cache=kv_cache)[0])
         return self.ffn_res.add(x, self.ffn(self.ffn_res.normed_input(x)))
 
 

@@ -15,20 +15,20 @@ from torch import Tensor
 
 
 class KVCache:
-    """Keys and values of one attention layer, (B, H, max_len, D) each, filled left to right."""
+    """Keys and values of one attention layer, (B, H, capacity, D) each, filled left to right."""
 
-    def __init__(self, batch_size: int, n_head: int, max_len: int, d_head: int, device=None, dtype=None):
-        shape = (batch_size, n_head, max_len, d_head)
+    def __init__(self, batch_size: int, n_head: int, capacity: int, d_head: int, device=None, dtype=None):
+        shape = (batch_size, n_head, capacity, d_head)
         self.k = torch.empty(shape, device=device, dtype=dtype)
         self.v = torch.empty(shape, device=device, dtype=dtype)
-        self.max_len = max_len
+        self.capacity = capacity
         self.length = 0
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Append k, v (B, H, T, D); return all cached keys and values (B, H, S, D)."""
         start, end = self.length, self.length + k.size(2)
-        if end > self.max_len:
-            raise ValueError(f"KV cache overflow: {end} positions > max_len {self.max_len}")
+        if end > self.capacity:
+            raise ValueError(f"KV cache overflow: {end} positions > capacity {self.capacity}")
         # narrow + copy_: two aten calls, where slice-assignment through __setitem__ costs several
         self.k.narrow(2, start, end - start).copy_(k)
         self.v.narrow(2, start, end - start).copy_(v)

@@ -4,29 +4,89 @@ Claims C1, C2 and C12 of the seed: from linear regression to the Transformer, ea
 maps a context to a distribution over what comes next, and is trained by maximising the
 likelihood of what did come next. The rungs differ only in what context they can use and how.
 
-- A language-model rung (`LanguageModel`) maps token ids idx (B, T) to logits (B, T, V): row t
-  is its P(token_{t+1} | tokens_<=t), which `distribution()` returns as a Categorical. It may
-  offer a cache (`make_cache`) so `generate()` feeds one new token per step; rungs without
-  one are simply recomputed over the context window.
-- A regression rung maps x (B, F) to (mean, log_var), each (B,): `distribution()` returns the
-  predictive Normal (see `redthread.models.regression`).
+`Estimator` writes the contract once; each family below fills in its output's distribution:
 
-Models return raw outputs; the likelihoods themselves live in `redthread.train.objectives`.
-Shape legend: B batch, T positions, V vocab.
+    forward(x)          the raw output: logits, or (mean, log_var)
+    distribution(x)     p(y | x) as a torch Distribution, from forward's output
+    nll(x, y)           -log p(y | x) in nats: `objective(forward(x), y)`, or, for a model that
+                        names no objective, -distribution(x).log_prob(y)
+    objective           the likelihood of forward's output (`models/likelihoods.py`): what
+                        `redthread.train` minimises unless it is given another
+    num_params()        trainable parameters, a tied weight counted once
+
+- `LanguageModel`: token ids idx (B, T) -> logits (B, T, V); row t is P(token_{t+1} | tokens_<=t).
+  It may offer a cache (`make_cache`) so `generate()` feeds one new token per step; rungs
+  without one are recomputed over the context window.
+- `Classifier`: x (B, F) or images -> logits (B, K), P(class | x).
+- `GaussianRegressor`: x (B, F) -> (mean, log_var), each (B,), the predictive Normal.
+
+Shape legend: B batch, T positions, V vocab, K classes, F features.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.distributions import Categorical
+from torch.distributions import Categorical, Distribution, Normal
 
-from redthread.train.objectives import token_nll
+from redthread.errors import InvalidValue
+from redthread.models.likelihoods import normal_nll, token_nll
+
+REDUCTIONS = ("mean", "sum", "none")
 
 
-class LanguageModel(nn.Module):
+class Estimator(nn.Module):
+    """A model of p(y | x): forward(x) -> raw output; distribution, nll, objective and num_params as above."""
+
+    objective: Callable[..., Tensor] | None = None  # set as staticmethod(likelihood) by each family
+
+    def distribution(self, x: Any) -> Distribution:
+        """p(y | x) for every example of the batch x."""
+        raise NotImplementedError(f"{type(self).__name__} must define distribution(x)")
+
+    def nll(self, x: Any, y: Tensor, reduction: str = "mean") -> Tensor:
+        """-log p(y | x) in nats, the mean over what is scored (reduction="sum": the total; "none": each)."""
+        if reduction not in REDUCTIONS:
+            raise InvalidValue(f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+        if self.objective is not None:
+            return self.objective(self(x), y, reduction=reduction)
+        nll = -self.distribution(x).log_prob(y)
+        return nll.mean() if reduction == "mean" else nll.sum() if reduction == "sum" else nll
+
+    def num_params(self) -> int:
+        """Trainable parameters (a tied weight counted once); rungs that count differently say so."""
+        return sum(p.numel() for p in self.parameters())
+
+
+class Classifier(Estimator):
+    """Base of the classification rungs: forward(x) -> logits (B, K)."""
+
+    objective = staticmethod(token_nll)  # -log P(y | x): cross-entropy of the logits
+
+    def distribution(self, x: Any) -> Categorical:
+        """The predictive P(class | x): batch shape (B,), K outcomes."""
+        return Categorical(logits=self(x).float())
+
+    def predict(self, x: Any) -> Tensor:
+        """The most probable class (B,)."""
+        return self(x).argmax(-1)
+
+
+class GaussianRegressor(Estimator):
+    """Base of the neural regression rungs: forward(x (B, F)) -> (mean, log_var), each (B,)."""
+
+    objective = staticmethod(normal_nll)  # -log N(y; mean, exp(log_var))
+
+    def distribution(self, x: Tensor) -> Normal:
+        """The predictive p(y | x) = N(mean(x), exp(log_var(x))), batch shape (B,)."""
+        mean, log_var = self(x)
+        return Normal(mean, (0.5 * log_var).exp())
+
+
+class LanguageModel(Estimator):
     """Base of the sequence rungs: forward(idx, cache=None) -> logits (B, T, V).
 
     Subclasses set `self.cfg` (a frozen dataclass with at least vocab_size and block_size).
@@ -43,21 +103,15 @@ class LanguageModel(nn.Module):
     def vocab_size(self) -> int:
         return self.cfg.vocab_size
 
+    objective = staticmethod(token_nll)  # -log P(next token | context); IGNORE_INDEX targets are not scored
+
     def distribution(self, idx: Tensor) -> Categorical:
         """P(next token | context) at every position of idx (B, T): batch shape (B, T), V outcomes."""
         return Categorical(logits=self(idx).float())
 
-    def nll(self, idx: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
-        """-log P(targets | context), nats; targets (B, T), with IGNORE_INDEX where nothing is scored."""
-        return token_nll(self(idx), targets, reduction=reduction)
-
-    def make_cache(self, batch_size: int, max_len: int | None = None) -> Any:
+    def make_cache(self, batch_size: int, capacity: int | None = None) -> Any:
         """State for incremental decoding; None: this rung recomputes its window every step."""
         return None
-
-    def num_params(self) -> int:
-        """Trainable parameters (a tied weight counted once); rungs may count differently and say so."""
-        return sum(p.numel() for p in self.parameters())
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -67,3 +121,25 @@ def model_device(model: nn.Module) -> torch.device:
     for t in model.buffers():
         return t.device
     return torch.device("cpu")
+
+
+DEVICE_TYPES = ("cpu", "cuda", "mps")  # where a model can train and run; "meta" and others hold no data
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """A device name ("auto", "cpu", "cuda", "cuda:1", "mps") -> torch.device; one this machine lacks is refused."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise InvalidValue(f"unknown device {name!r}: use auto, cpu or cuda") from None
+    if device.type not in DEVICE_TYPES:
+        raise InvalidValue(f"device {name!r} cannot run a model: use auto, cpu or cuda")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise InvalidValue("device mps requested but this machine has no Apple GPU")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidValue("device cuda requested but no CUDA GPU is available")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise InvalidValue(f"device {name} requested but this machine has {torch.cuda.device_count()} GPU(s)")
+    return device

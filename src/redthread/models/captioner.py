@@ -17,12 +17,16 @@ Shape legend: B batch, C_in image channels, H, W pixels, P patches, C d_model, T
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from torch import Tensor, nn
+from torch import Tensor
+from torch.distributions import Categorical
 
 from redthread.data.captions import EOS, ImageText
 from redthread.errors import InvalidValue
+from redthread.models.base import Estimator
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
+from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import ConditionedDecoder, Decoder, TransformerConfig
 from redthread.models.vit import VIT_POSITIONAL, ViT, ViTConfig
 
@@ -30,7 +34,7 @@ from redthread.models.vit import VIT_POSITIONAL, ViT, ViTConfig
 @dataclass(frozen=True)
 class CaptionerConfig(ConfigMixin):
     vocab_size: int = 16  # caption words, with <pad> <bos> <eos>
-    max_len: int = 16  # the longest caption the decoder sees, <bos> included: its context window
+    block_size: int = 16  # the longest caption the decoder sees, <bos> included: its context window
     image_size: int = 24
     patch_size: int = 4
     channels: int = 3
@@ -42,8 +46,10 @@ class CaptionerConfig(ConfigMixin):
     dropout: float = 0.0
     pos: str = "learned"  # the encoder's patch positions: "learned" or "sinusoidal2d"
 
+    RENAMED: ClassVar[dict[str, str]] = {"max_len": "block_size"}  # its name in redthread 0.1
+
     def __post_init__(self):
-        check_positive_ints(self, "vocab_size", "max_len", "image_size", "patch_size", "channels",
+        check_positive_ints(self, "vocab_size", "block_size", "image_size", "patch_size", "channels",
                             "n_layer_encoder", "n_layer_decoder", "n_head", "d_model")
         if self.vocab_size <= EOS + 1:
             raise InvalidValue(f"vocab_size {self.vocab_size} leaves no caption words beside <pad> <bos> <eos>")
@@ -59,13 +65,15 @@ class CaptionerConfig(ConfigMixin):
                          dropout=self.dropout, pool="mean", pos=self.pos)
 
     def decoder_config(self) -> TransformerConfig:
-        return TransformerConfig(vocab_size=self.vocab_size, block_size=self.max_len, n_layer=self.n_layer_decoder,
+        return TransformerConfig(vocab_size=self.vocab_size, block_size=self.block_size, n_layer=self.n_layer_decoder,
                                  n_head=self.n_head, d_model=self.d_model, d_ff=self.d_ff, dropout=self.dropout,
                                  pos="learned")
 
 
-class Captioner(nn.Module):
+class Captioner(Estimator):
     """model(ImageText(images (B, C_in, H, W), tokens (B, T))) -> logits (B, T, V) of the next word."""
+
+    objective = staticmethod(token_nll)  # -log P(word_t+1 | words_<=t, image); IGNORE_INDEX after the caption's end
 
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()
@@ -86,11 +94,12 @@ class Captioner(nn.Module):
             raise InvalidValue("the captioner needs the caption so far: model(ImageText(images, tokens))")
         if tokens.dim() != 2 or tokens.size(0) != images.size(0):
             raise InvalidValue(f"tokens must be (batch, length) for {images.size(0)} images, got {tuple(tokens.shape)}")
-        return self.decoder(tokens, memory=self.encode(images))  # (B, T, V)
+        return self.decoder(tokens, context=self.encode(images))  # (B, T, V)
 
     def conditioned_on(self, images: Tensor) -> ConditionedDecoder:
         """A language model of captions given these images, for `redthread.generate`."""
         return ConditionedDecoder(self.decoder, self.encode(images), None)
 
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+    def distribution(self, x: ImageText) -> Categorical:
+        """P(next word | caption so far, image) at every position: batch shape (B, T), V outcomes."""
+        return Categorical(logits=self(x).float())

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import asdict, fields
+from typing import ClassVar
 
-from redthread.errors import InvalidType, InvalidValue
+from redthread.errors import InvalidType, InvalidValue, check_int
 
 
 class ConfigMixin:
+    RENAMED: ClassVar[dict[str, str]] = {}  # an old field name -> its name now: checkpoints saved before still load
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict):
+        d = {cls.RENAMED.get(k, k): v for k, v in d.items()}
         unknown = sorted(set(d) - {f.name for f in fields(cls)})
         if unknown:
             raise InvalidValue(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
@@ -21,11 +25,7 @@ class ConfigMixin:
 
 def check_positive_ints(cfg, *names: str) -> None:
     for name in names:
-        value = getattr(cfg, name)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidType(f"{name} must be a positive integer, got {value!r}")
-        if value < 1:
-            raise InvalidValue(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, getattr(cfg, name))
 
 
 def check_dropout(value) -> None:

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from redthread.data.targets import IGNORE_INDEX
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.models.base import LanguageModel
 from redthread.models.config import ConfigMixin, check_positive_ints
 
@@ -44,9 +44,9 @@ class NGramConfig(ConfigMixin):
     def __post_init__(self):
         check_positive_ints(self, "vocab_size", "block_size", "order")
         if not self.k > 0:
-            raise RedthreadError(f"the smoothing k must be > 0, got {self.k!r}")
+            raise InvalidValue(f"the smoothing k must be > 0, got {self.k!r}")
         if self.vocab_size**self.order > MAX_TABLE:
-            raise RedthreadError(
+            raise InvalidValue(
                 f"an order-{self.order} table over {self.vocab_size} tokens has {self.vocab_size**self.order:,} "
                 f"entries (limit {MAX_TABLE:,}): use a lower order or a smaller vocabulary"
             )
@@ -99,7 +99,7 @@ class NGramLM(LanguageModel):
         """Count every position of one token stream (1-D) at every order its context allows."""
         t = torch.as_tensor(np.array(tokens, dtype=np.int64))  # a copy: memory-mapped tokens are read-only
         if t.numel() < 2:
-            raise RedthreadError("need at least two tokens to count")
+            raise InvalidValue("need at least two tokens to count")
         self.count(t[None, :-1], t[None, 1:])
         return self
 

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.models.base import LanguageModel
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 
@@ -149,7 +149,7 @@ class RecurrentConfig(ConfigMixin):
     def __post_init__(self):
         check_positive_ints(self, "vocab_size", "block_size", "n_layer", "d_embed", "d_hidden")
         if self.cell not in CELLS:
-            raise RedthreadError(f"cell must be one of {', '.join(CELLS)}; got {self.cell!r}")
+            raise InvalidValue(f"cell must be one of {', '.join(CELLS)}; got {self.cell!r}")
         check_dropout(self.dropout)
 
 
@@ -201,7 +201,7 @@ class RecurrentLM(LanguageModel):
         """idx (B, T) int64 -> logits (B, T, V). With a cache, idx holds only the new tokens."""
         return self.lm_head(self.hidden(idx, cache))  # (B, T, V)
 
-    def make_cache(self, batch_size: int, max_len: int | None = None) -> RecurrentState:
-        """Zero states for incremental decoding; max_len is unused: the state has a fixed size (C5)."""
+    def make_cache(self, batch_size: int, capacity: int | None = None) -> RecurrentState:
+        """Zero states for incremental decoding; capacity is unused: the state has a fixed size (C5)."""
         like = self.lm_head.weight
         return RecurrentState([cell.init_state(batch_size, like) for cell in self.cells])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.models.bigram import BigramConfig, BigramLM
 from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.models.mlp import MLPLM, MLPConfig
@@ -56,13 +56,25 @@ RUNGS: dict[str, tuple[str, dict]] = {
 }
 
 
+def register(name: str, model_cls: type[nn.Module], config_cls: type, defining: dict | None = None) -> None:
+    """Add a rung: `name` builds `model_cls(config_cls(...))`, with the config fields in `defining` fixed.
+
+    The ladder then trains it (`redthread ladder --rungs NAME`) and checkpoints of it load. The
+    config is a frozen dataclass with `ConfigMixin` and at least vocab_size and block_size fields;
+    the model keeps the contract of `models/base.py` (see docs/architecture.md, "Add a rung")."""
+    if name in RUNGS or model_cls.__name__ in MODELS and MODELS[model_cls.__name__][0] is not model_cls:
+        raise InvalidValue(f"a rung or model class named {name!r} or {model_cls.__name__!r} is already registered")
+    MODELS[model_cls.__name__] = (model_cls, config_cls)
+    RUNGS[name] = (model_cls.__name__, dict(defining or {}))
+
+
 def rung_class(name: str) -> str:
     """The model class behind a rung name (or a class name itself)."""
     if name in RUNGS:
         return RUNGS[name][0]
     if name in MODELS:
         return name
-    raise RedthreadError(f"unknown model {name!r}; rungs: {', '.join(RUNGS)}")
+    raise InvalidValue(f"unknown model {name!r}; rungs: {', '.join(RUNGS)}")
 
 
 def build_model(name: str, config: dict | None = None, **fields) -> nn.Module:
@@ -86,10 +98,10 @@ def load_weights(model: nn.Module, state: dict[str, torch.Tensor], source: str =
     unexpected = sorted(set(state) - set(own))
     if missing or unexpected:
         what = f"missing {missing[0]}" if missing else f"unexpected {unexpected[0]}"
-        raise RedthreadError(f"{source} does not fit the model: {what} ({len(missing)} missing, {len(unexpected)} unexpected)")
+        raise InvalidValue(f"{source} does not fit the model: {what} ({len(missing)} missing, {len(unexpected)} unexpected)")
     for name, t in state.items():
         if own[name].shape != t.shape:
-            raise RedthreadError(
+            raise InvalidValue(
                 f"{source} does not fit the model: {name} has shape {tuple(t.shape)}, the model expects {tuple(own[name].shape)}"
             )
     model.load_state_dict(state)

@@ -4,8 +4,8 @@ Claim C1 of the seed: linear regression's prediction for x_new estimates E[y | x
 minimising the mean squared error is maximising a Gaussian likelihood,
     -log N(y; mu(x), s^2) = 0.5 log(2 pi s^2) + (y - mu(x))^2 / (2 s^2),
 whose minimiser over mu is the least-squares fit whatever s is, and whose minimiser over s^2 is
-then RSS / n (Bishop, PRML 2006, eqs. 3.11-3.21). `LinearRegression` solves it in closed form
-or, with `method="gd"`, by the same training loop that trains the Transformer.
+then RSS / n (Bishop, PRML 2006, eqs. 3.11-3.21). `LinearRegression` solves it in closed form;
+`redthread.fit_gd` (`train/fit.py`) finds the same fit with the training loop that trains the Transformer.
 Claim C2: with a softmax output the same machinery estimates P(class | x) (`SoftmaxRegression`,
 `MLPClassifier`). `MLPRegressor` replaces the global linear function by a global non-linear one,
 optionally with an x-dependent variance (heteroscedastic).
@@ -22,24 +22,26 @@ dot-product attention on q' = [q, 1], k' = [k, -||k||^2 / 2] with the scale 1/h^
 the projections that make q . k a good similarity; here the similarity is fixed and only its
 width h is learned.
 
-Every `nn.Module` here returns raw outputs (regression: (mean, log_var), each (B,);
-classification: logits (B, K)); the likelihoods live in `redthread.train.objectives`.
+Every `nn.Module` here keeps the contract of `models/base.py`: it returns raw outputs
+(regression: (mean, log_var), each (B,); classification: logits (B, K)) and names its likelihood.
 Shape legend: B batch (queries), N training examples (keys), F features, K classes.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from itertools import pairwise
 
 import torch
 from torch import Tensor, nn
-from torch.distributions import Categorical, Normal
+from torch.distributions import Normal
 
-from redthread.data.regression import RegressionData, as_features, as_targets
-from redthread.errors import RedthreadError
+from redthread.data.regression import as_features, as_targets
+from redthread.errors import InvalidValue, check_int
 from redthread.layers.attention import scaled_dot_product_attention
-from redthread.train.objectives import gaussian_nll, normal_nll, token_nll
+from redthread.models.base import Classifier, GaussianRegressor
+from redthread.models.likelihoods import gaussian_nll
 
 
 def r2_score(y: Tensor, pred: Tensor) -> float:
@@ -51,46 +53,12 @@ def r2_score(y: Tensor, pred: Tensor) -> float:
     return 1.0 - rss / tss
 
 
-class GaussianRegressor(nn.Module):
-    """Base of the neural regression rungs: forward(x (B, F)) -> (mean, log_var), each (B,)."""
-
-    def distribution(self, x: Tensor) -> Normal:
-        """The predictive p(y | x) = N(mean(x), exp(log_var(x))), batch shape (B,)."""
-        mean, log_var = self(x)
-        return Normal(mean, (0.5 * log_var).exp())
-
-    def nll(self, x: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
-        """-log p(y | x) in nats."""
-        return normal_nll(self(x), y, reduction=reduction)
-
-
-class Classifier(nn.Module):
-    """Base of the classification rungs: forward(x (B, F)) -> logits (B, K)."""
-
-    def distribution(self, x: Tensor) -> Categorical:
-        """The predictive P(class | x): batch shape (B,), K outcomes."""
-        return Categorical(logits=self(x))
-
-    def nll(self, x: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
-        """-log P(y | x) in nats; y (B,) int64 class labels."""
-        return token_nll(self(x), y, reduction=reduction)
-
-    def predict(self, x: Tensor) -> Tensor:
-        """The most probable class (B,)."""
-        return self(x).argmax(-1)
-
-
-def _check_positive_int(name: str, value, minimum: int = 1) -> None:
-    if not isinstance(value, int) or value < minimum:
-        raise RedthreadError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
 class LinearGaussian(GaussianRegressor):
     """y | x ~ N(x . w + b, s^2): linear regression as a module, one learned log-variance for all x."""
 
     def __init__(self, d_in: int, bias: bool = True):
         super().__init__()
-        _check_positive_int("d_in", d_in)
+        check_int("d_in", d_in)
         self.linear = nn.Linear(d_in, 1, bias=bias)
         self.log_var = nn.Parameter(torch.zeros(()))
 
@@ -104,8 +72,8 @@ class LinearRegression:
 
     Attributes after `fit`: `coef_` (F,) and `intercept_` (a float) as scikit-learn's;
     `noise_var_`, the maximum-likelihood noise variance RSS / n (biased: what maximises the
-    Gaussian likelihood and what the predictive distribution uses; with method="gd" it is the
-    learned variance, RSS / n at convergence); `noise_var_unbiased_`,
+    Gaussian likelihood and what the predictive distribution uses; fitted by `redthread.fit_gd` it
+    is the learned variance, RSS / n at convergence); `noise_var_unbiased_`,
     RSS / (n - p) with p = F + 1 parameters of the mean (F without an intercept); `n_features_in_`.
     X may be a numpy array or a tensor, (N, F) or (N,) for one feature; results are float64 tensors.
     """
@@ -114,86 +82,60 @@ class LinearRegression:
         self.fit_intercept = fit_intercept
         self.coef_: Tensor | None = None
 
-    def fit(
-        self,
-        X,
-        y,
-        method: str = "closed_form",
-        *,
-        max_iters: int = 500,
-        lr: float = 0.05,
-        batch_size: int | None = None,
-        seed: int = 0,
-    ) -> LinearRegression:
-        """Fit by least squares ("closed_form") or by maximising the Gaussian likelihood with the training loop ("gd").
+    def fit(self, X, y, method: str = "closed_form", **gd_options) -> LinearRegression:
+        """Fit by least squares: the maximum-likelihood mean, and noise_var_ = RSS / n.
 
-        The "gd" options: `max_iters` AdamW steps at peak learning rate `lr` (cosine-decayed), on
-        minibatches of `batch_size` examples (None: min(N, 1024); N: full-batch gradient descent).
+        method="gd" is deprecated (it stays for one release): maximising the Gaussian likelihood with
+        the training loop is `redthread.fit_gd(LinearRegression(), X, y, ...)`, which takes `gd_options`.
         """
+        if method == "gd":
+            warnings.warn('LinearRegression.fit(method="gd") is deprecated: use redthread.fit_gd(model, X, y)',
+                          DeprecationWarning, stacklevel=2)
+            from redthread.train.fit import fit_gd  # deprecated path: the loop sits above the models
+
+            return fit_gd(self, X, y, **gd_options)
+        if method != "closed_form":
+            raise InvalidValue(f"unknown fit method {method!r}; use closed_form (or redthread.fit_gd)")
         X = as_features(X, dtype=torch.float64)  # (N, F)
         y = as_targets(y, X.shape[0], dtype=torch.float64)  # (N,)
-        n, F = X.shape
-        if method == "closed_form":
-            self._fit_closed_form(X, y)
-        elif method == "gd":
-            self._fit_gd(X, y, max_iters, lr, batch_size, seed)
-        else:
-            raise RedthreadError(f"unknown fit method {method!r}; use closed_form or gd")
-        self.n_features_in_ = F
-        rss = float(((y - self.predict(X)) ** 2).sum())
-        p = F + int(self.fit_intercept)
-        if method == "closed_form":
-            self.noise_var_ = rss / n  # the MLE of s^2 given the least-squares mean
-        self.noise_var_unbiased_ = rss / (n - p) if n > p else float("nan")
-        return self
-
-    def _fit_closed_form(self, X: Tensor, y: Tensor) -> None:
         # With an intercept column [X, 1], the intercept's normal equation puts the fitted plane
         # through the means: solving the centred problem is the same least-squares solution,
         # better conditioned (scikit-learn does the same).
         x_mean = X.mean(0) if self.fit_intercept else torch.zeros(X.shape[1], dtype=X.dtype)  # (F,)
         y_mean = y.mean() if self.fit_intercept else torch.zeros((), dtype=y.dtype)
         sol = torch.linalg.lstsq(X - x_mean, (y - y_mean)[:, None], driver="gelsd")  # minimum-norm if rank-deficient
-        self.coef_ = sol.solution[:, 0]  # (F,)
-        self.intercept_ = float(y_mean - x_mean @ self.coef_)
         self.rank_ = int(sol.rank)
+        return self.set_fit(X, y, sol.solution[:, 0], float(y_mean - x_mean @ sol.solution[:, 0]))
 
-    def _fit_gd(self, X: Tensor, y: Tensor, max_iters: int, lr: float, batch_size: int | None, seed: int) -> None:
-        from redthread.train.loop import (  # the one loop; imported here: it sits above models
-            TrainConfig,
-            train,
-        )
+    def set_fit(self, X, y, coef: Tensor, intercept: float, noise_var: float | None = None) -> LinearRegression:
+        """Record a fit of (X, y): coef (F,) and intercept, found here or elsewhere (`redthread.fit_gd`).
 
-        _check_positive_int("max_iters", max_iters)
-        # standardise, so one learning rate suits every feature; the fit is mapped back exactly below
-        x_mean = X.mean(0) if self.fit_intercept else torch.zeros(X.shape[1], dtype=X.dtype)  # (F,)
-        x_std = X.std(0, correction=0)  # (F,)
-        x_std = torch.where(x_std > 0, x_std, 1.0)  # a constant feature is left unscaled
-        y_mean = y.mean() if self.fit_intercept else torch.zeros((), dtype=y.dtype)
-        y_std = y.std(correction=0)
-        y_std = torch.where(y_std > 0, y_std, 1.0)
-        Xs, ys = (X - x_mean) / x_std, (y - y_mean) / y_std
-        data = RegressionData(Xs, ys, Xs, ys)
-        model = LinearGaussian(X.shape[1], bias=self.fit_intercept).double()
-        cfg = TrainConfig(
-            max_iters=max_iters, batch_size=min(X.shape[0], 1024) if batch_size is None else batch_size, lr=lr, min_lr=lr * 1e-3,
-            warmup_iters=min(20, max_iters // 10), weight_decay=0.0, grad_clip=0.0,
-            eval_interval=max_iters, eval_batches=1, log_interval=max_iters, seed=seed, device="cpu",
-        )
-        self.train_result_ = train(model, data, cfg, objective=normal_nll, progress=False)
-        with torch.no_grad():
-            w = model.linear.weight[0]  # (F,)
-            b = model.linear.bias[0] if self.fit_intercept else torch.zeros((), dtype=torch.float64)
-            self.coef_ = (y_std * w / x_std).clone()  # (F,)
-            self.intercept_ = float(y_mean + y_std * b - x_mean @ self.coef_)
-            self.noise_var_ = float(y_std**2 * model.log_var.exp())  # the learned MLE of s^2
+        noise_var: the fitted noise variance; None: the MLE given this mean, RSS / n. Returns self."""
+        X = as_features(X, dtype=torch.float64)  # (N, F)
+        y = as_targets(y, X.shape[0], dtype=torch.float64)  # (N,)
+        n, F = X.shape
+        self.coef_ = torch.as_tensor(coef, dtype=torch.float64).reshape(F).clone()  # (F,)
+        self.intercept_ = float(intercept)
+        self.n_features_in_ = F
+        rss = float(((y - self.predict(X)) ** 2).sum())
+        p = F + int(self.fit_intercept)
+        self.noise_var_ = rss / n if noise_var is None else float(noise_var)
+        self.noise_var_unbiased_ = rss / (n - p) if n > p else float("nan")
+        return self
+
+    def num_params(self) -> int:
+        """The fitted parameters: F weights, the intercept (if fitted) and the noise variance."""
+        self._check_fitted(None)
+        return self.n_features_in_ + int(self.fit_intercept) + 1
 
     def _check_fitted(self, X) -> Tensor:
         if self.coef_ is None:
-            raise RedthreadError("LinearRegression is not fitted: call fit(X, y) first")
+            raise InvalidValue("LinearRegression is not fitted: call fit(X, y) first")
+        if X is None:
+            return None
         X = as_features(X, dtype=torch.float64)
         if X.shape[1] != self.n_features_in_:
-            raise RedthreadError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
+            raise InvalidValue(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
         return X
 
     def predict(self, X) -> Tensor:
@@ -205,7 +147,7 @@ class LinearRegression:
         """The predictive p(y | x) = N(predict(x), noise_var_), batch shape (N,)."""
         mean = self.predict(X)
         if not self.noise_var_ > 0:
-            raise RedthreadError("the fit is exact (noise variance 0): the predictive distribution is degenerate")
+            raise InvalidValue("the fit is exact (noise variance 0): the predictive distribution is degenerate")
         return Normal(mean, torch.full_like(mean, math.sqrt(self.noise_var_)))
 
     def score(self, X, y) -> float:
@@ -230,7 +172,7 @@ class MLPRegressor(GaussianRegressor):
     def __init__(self, d_in: int, d_hidden: int = 64, n_layer: int = 2, heteroscedastic: bool = False):
         super().__init__()
         for name, value in (("d_in", d_in), ("d_hidden", d_hidden), ("n_layer", n_layer)):
-            _check_positive_int(name, value)
+            check_int(name, value)
         self.heteroscedastic = heteroscedastic
         dims = [d_in] + [d_hidden] * n_layer
         self.body = nn.Sequential(*(m for a, b in pairwise(dims) for m in (nn.Linear(a, b), nn.Tanh())))
@@ -248,8 +190,8 @@ class SoftmaxRegression(Classifier):
 
     def __init__(self, d_in: int, n_classes: int):
         super().__init__()
-        _check_positive_int("d_in", d_in)
-        _check_positive_int("n_classes", n_classes, 2)
+        check_int("d_in", d_in)
+        check_int("n_classes", n_classes, 2)
         self.linear = nn.Linear(d_in, n_classes)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -262,8 +204,8 @@ class MLPClassifier(Classifier):
     def __init__(self, d_in: int, n_classes: int, d_hidden: int = 64, n_layer: int = 2):
         super().__init__()
         for name, value in (("d_in", d_in), ("d_hidden", d_hidden), ("n_layer", n_layer)):
-            _check_positive_int(name, value)
-        _check_positive_int("n_classes", n_classes, 2)
+            check_int(name, value)
+        check_int("n_classes", n_classes, 2)
         dims = [d_in] + [d_hidden] * n_layer
         self.body = nn.Sequential(*(m for a, b in pairwise(dims) for m in (nn.Linear(a, b), nn.Tanh())))
         self.head = nn.Linear(d_hidden, n_classes)
@@ -289,9 +231,9 @@ class NadarayaWatson(GaussianRegressor):
     def __init__(self, bandwidth: float | None = None, noise_var: float = 1e-2):
         super().__init__()
         if bandwidth is not None and not bandwidth > 0:
-            raise RedthreadError(f"bandwidth must be > 0, got {bandwidth}")
+            raise InvalidValue(f"bandwidth must be > 0, got {bandwidth}")
         if not noise_var > 0:
-            raise RedthreadError(f"noise_var must be > 0, got {noise_var}")
+            raise InvalidValue(f"noise_var must be > 0, got {noise_var}")
         self.rule_of_thumb = bandwidth is None
         self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth or 1.0)))
         self.log_noise_var = nn.Parameter(torch.tensor(math.log(noise_var)))
@@ -309,7 +251,7 @@ class NadarayaWatson(GaussianRegressor):
         X = as_features(X, dtype=dtype)  # (N, F)
         y = as_targets(y, X.shape[0], dtype=dtype)  # (N,)
         if X.shape[0] < 2:
-            raise RedthreadError(f"the memory needs at least 2 examples (one to leave out), got {X.shape[0]}")
+            raise InvalidValue(f"the memory needs at least 2 examples (one to leave out), got {X.shape[0]}")
         device = self.log_bandwidth.device
         self.keys, self.values, self.center = X.to(device), y.to(device), X.mean(0).to(device)
         if self.rule_of_thumb:  # Silverman: h = 1.06 sigma N^(-1/5)
@@ -320,7 +262,7 @@ class NadarayaWatson(GaussianRegressor):
 
     def _attend(self, x: Tensor, exclude_self: bool | None) -> tuple[Tensor, Tensor]:
         if self.keys is None:
-            raise RedthreadError("NadarayaWatson has no memory: call fit_memory(X, y) first")
+            raise InvalidValue("NadarayaWatson has no memory: call fit_memory(X, y) first")
         exclude_self = self.training if exclude_self is None else exclude_self
         q, k = x - self.center, self.keys - self.center  # (B, F), (N, F)
         q_aug = torch.cat([q, torch.ones_like(q[:, :1])], -1)  # (B, F + 1): [q, 1]

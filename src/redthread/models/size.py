@@ -33,7 +33,7 @@ GATES = {"rnn": 1, "lstm": 4, "gru": 3}  # the recurrent cells' gate blocks (mod
 
 # the config fields that decide an allocation, per config class: the candidates a refusal names
 SIZE_FIELDS = (
-    "vocab_size", "src_vocab_size", "type_vocab_size", "block_size", "max_len", "n_layer", "n_layer_encoder",
+    "vocab_size", "src_vocab_size", "type_vocab_size", "block_size", "n_layer", "n_layer_encoder",
     "n_layer_decoder", "d_model", "d_ff", "d_embed", "d_hidden", "context", "order", "image_size", "channels",
     "n_classes", "n_head",
 )
@@ -90,7 +90,7 @@ def _vit(cfg) -> tuple[int, int]:
     return params, buffers
 
 
-def _counts(class_name: str, cfg) -> tuple[int, int]:
+def counts(class_name: str, cfg) -> tuple[int, int]:
     """(parameters counted once, bytes of buffers and construction scratch) of `class_name` built from `cfg`."""
     if class_name in ("TransformerLM", "Decoder"):
         return _text_stack(cfg, cfg.vocab_size, cross=class_name == "Decoder", head=True)
@@ -128,12 +128,12 @@ def knows(class_name: str) -> bool:
 
 def parameter_count(class_name: str, cfg) -> int:
     """Exactly `sum(p.numel() for p in model.parameters())` of the model `class_name(cfg)` would be."""
-    return _counts(class_name, cfg)[0]
+    return counts(class_name, cfg)[0]
 
 
 def model_bytes(class_name: str, cfg) -> int:
     """Bytes that building `class_name(cfg)` allocates: float32 parameters, buffers and their scratch."""
-    params, buffers = _counts(class_name, cfg)
+    params, buffers = counts(class_name, cfg)
     return FP32 * params + buffers
 
 
@@ -226,74 +226,6 @@ def check_model_fits(class_name: str, cfg, device=None) -> None:
     values, defaults = config_sizes(cfg)
     name = culprit(lambda v: model_bytes(class_name, dataclasses.replace(cfg, **v)), values, defaults)
     check_fits(needed, name, f" for the weights of a {class_name}", limit=limit)
-
-
-# -- training -----------------------------------------------------------------------------------------------------
-
-BATCH_DEFAULT = 12  # TrainConfig's batch_size: what a refusal compares a batch with
-BATCH_BYTES = 32  # per token of a batch: the int64 windows, the inputs and targets cut from them, their indices
-
-
-def training_bytes_bound(class_name: str, cfg, batch_size: int) -> int:
-    """Bytes to train `class_name(cfg)` with AdamW on batches of `batch_size`, never more than it needs.
-
-    A TransformerLM gets the full estimate (`train/memory.py`); the other classes a lower bound: 16
-    bytes per parameter (float32 weights, gradients, AdamW's two moments), the buffers, the batch,
-    and the activations no model of the class can do without (the logits and their gradient, the
-    recurrent gates, the ViT's token vectors per layer). Cheap, and it never refuses a run that fits."""
-    B = batch_size
-    if class_name == "TransformerLM":
-        from redthread.train.memory import training_bytes
-
-        return training_bytes(cfg, B)
-    params, buffers = _counts(class_name, cfg)
-    static = 16 * params + buffers
-    if class_name == "ViT":
-        tokens = cfg.n_patches + (cfg.pool == "cls")
-        images = B * cfg.channels * cfg.image_size**2 * FP32
-        return static + images + B * tokens * cfg.d_model * FP32 * 4 * cfg.n_layer + 2 * B * cfg.n_classes * FP32
-    if class_name == "Captioner":
-        enc = cfg.encoder_config()
-        images = B * cfg.channels * cfg.image_size**2 * FP32
-        encoder = B * enc.n_patches * cfg.d_model * FP32 * 4 * cfg.n_layer_encoder
-        decoder = B * cfg.max_len * (cfg.d_model * FP32 * 4 * cfg.n_layer_decoder + 2 * FP32 * cfg.vocab_size)
-        return static + images + encoder + decoder + BATCH_BYTES * B * (cfg.max_len + 1)
-    T, V = cfg.block_size, cfg.vocab_size
-    per_token = 2 * FP32 * V  # the logits and their gradient
-    if class_name == "NGramLM":
-        per_token = FP64 * V  # counting needs no gradient; scoring makes float64 log-probabilities
-    elif class_name == "RecurrentLM":
-        per_token += FP32 * (cfg.d_embed + cfg.n_layer * (GATES[cfg.cell] + 1) * cfg.d_hidden)
-    elif class_name == "MLPLM":
-        per_token += FP32 * (cfg.context * cfg.d_embed + cfg.d_hidden)
-    return static + B * T * per_token + BATCH_BYTES * B * (T + 1)
-
-
-def check_training_fits(class_name: str, cfg, batch_size: int, device=None) -> None:
-    """Refuse, in one line, training `class_name(cfg)` on batches of `batch_size` where it cannot fit.
-
-    For the ladder's rungs, the image models and any class this module knows; call it before the
-    first batch is drawn. `device`: where the run trains (None: the CPU; "auto" as the loop resolves it)."""
-    if not knows(class_name):
-        return
-    if isinstance(device, str) and device == "auto":
-        from redthread.train.loop import resolve_device
-
-        device = resolve_device(device)
-    sizes, defaults = config_sizes(cfg)
-
-    def needed(v: dict) -> int:
-        v = dict(v)
-        batch = v.pop("batch_size")
-        return training_bytes_bound(class_name, dataclasses.replace(cfg, **v), batch)
-
-    values = {**sizes, "batch_size": batch_size}
-    limit = memory_limit(device)
-    total = needed(values)
-    if total <= limit[0]:
-        return
-    name = culprit(needed, values, {**defaults, "batch_size": BATCH_DEFAULT})
-    check_fits(total, name, f" to train this {class_name} (weights, gradients, AdamW moments, activations)", limit=limit)
 
 
 # -- generation ---------------------------------------------------------------------------------------------------

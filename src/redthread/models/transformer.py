@@ -10,7 +10,7 @@ linear layer whose softmax is the next-token distribution (C2, C12).
 - `Encoder`: bidirectional self-attention (BERT-style, the paper's left half).
 - `EncoderDecoder`: the original sequence-to-sequence Transformer (Vaswani et al. 2017, fig. 1).
 
-Models return raw logits; the likelihood lives in `redthread.train.objectives`.
+Models return raw logits; the likelihood lives in `redthread.models.likelihoods`.
 Shape legend: B batch, T target length, S source length, C d_model, V vocab.
 """
 
@@ -94,7 +94,7 @@ def block_kwargs(cfg: TransformerConfig) -> dict:
         norm=cfg.norm,
         activation=cfg.activation,
         scale=None if cfg.scale_attention else 1.0,
-        rotary_len=cfg.block_size if cfg.pos == "rope" else None,
+        rotary=cfg.pos == "rope", block_size=cfg.block_size,
         norm_eps=cfg.norm_eps,
     )
 
@@ -156,7 +156,7 @@ def init_weights(model: nn.Module, n_layer: int) -> None:
 class TransformerLM(LanguageModel):
     """Decoder-only Transformer language model: model(idx) -> logits (B, T, V).
 
-    `cross=True` adds cross-attention to a `memory` (an encoder's output): that is `Decoder`.
+    `cross=True` adds cross-attention to a `context` (an encoder's output): that is `Decoder`.
     """
 
     def __init__(self, cfg: TransformerConfig, cross: bool = False):
@@ -174,14 +174,14 @@ class TransformerLM(LanguageModel):
         self,
         idx: Tensor,
         cache: list[LayerCache] | None = None,
-        memory: Tensor | None = None,
-        memory_mask: Tensor | None = None,
+        context: Tensor | None = None,
+        context_mask: Tensor | None = None,
     ) -> Tensor:
         """idx (B, T) int64 -> logits (B, T, V). With a cache, idx holds only the new tokens."""
         start = 0 if cache is None else cache[0].self_attn.length
         x = self.embed(idx, start)  # (B, T, C)
         for i, block in enumerate(self.blocks):
-            x = block(x, memory=memory, memory_mask=memory_mask, cache=None if cache is None else cache[i])
+            x = block(x, context=context, context_mask=context_mask, cache=None if cache is None else cache[i])
         return self.lm_head(self.norm_f(x))  # (B, T, V)
 
     @property
@@ -221,15 +221,15 @@ class TransformerLM(LanguageModel):
 
         return step
 
-    def make_cache(self, batch_size: int, max_len: int | None = None, memory_len: int = 0) -> list[LayerCache]:
+    def make_cache(self, batch_size: int, capacity: int | None = None, context_len: int = 0) -> list[LayerCache]:
         """One preallocated cache per block for incremental decoding."""
         cfg, p = self.cfg, self.lm_head.weight
-        max_len = max_len or cfg.block_size
+        capacity = capacity or cfg.block_size
         kv = dict(device=p.device, dtype=p.dtype)
         return [
             LayerCache(
-                self_attn=KVCache(batch_size, cfg.n_head, max_len, cfg.d_head, **kv),
-                cross_attn=KVCache(batch_size, cfg.n_head, memory_len, cfg.d_head, **kv) if memory_len else None,
+                self_attn=KVCache(batch_size, cfg.n_head, capacity, cfg.d_head, **kv),
+                cross_attn=KVCache(batch_size, cfg.n_head, context_len, cfg.d_head, **kv) if context_len else None,
             )
             for _ in range(cfg.n_layer)
         ]
@@ -259,7 +259,7 @@ class Decoder(TransformerLM):
 
 
 class Encoder(nn.Module):
-    """Bidirectional encoder: src (B, S) -> memory (B, S, C). src_mask (B, S): True = real token."""
+    """Bidirectional encoder: src (B, S) -> context (B, S, C). src_mask (B, S): True = real token."""
 
     def __init__(self, cfg: TransformerConfig, vocab_size: int | None = None):
         super().__init__()
@@ -292,24 +292,24 @@ class EncoderDecoder(nn.Module):
         return self.cfg.block_size
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        memory = self.encoder(src, src_mask)  # (B, S, C)
-        return self.decoder(tgt, memory=memory, memory_mask=memory_mask(src_mask))
+        context = self.encoder(src, src_mask)  # (B, S, C)
+        return self.decoder(tgt, context=context, context_mask=padding_mask(src_mask))
 
     def conditioned_on(self, src: Tensor, src_mask: Tensor | None = None) -> ConditionedDecoder:
         """A language model of the target given this source, for `generate()`."""
-        return ConditionedDecoder(self.decoder, self.encoder(src, src_mask), memory_mask(src_mask))
+        return ConditionedDecoder(self.decoder, self.encoder(src, src_mask), padding_mask(src_mask))
 
 
-def memory_mask(src_mask: Tensor | None) -> Tensor | None:
+def padding_mask(src_mask: Tensor | None) -> Tensor | None:
     return None if src_mask is None else src_mask[:, None, None, :]  # (B, 1, 1, S)
 
 
 class ConditionedDecoder(nn.Module):
     """A decoder with its encoder output fixed: looks like a TransformerLM to `generate()`."""
 
-    def __init__(self, decoder: Decoder, memory: Tensor, mask: Tensor | None):
+    def __init__(self, decoder: Decoder, context: Tensor, mask: Tensor | None):
         super().__init__()
-        self.decoder, self.memory, self.mask = decoder, memory, mask
+        self.decoder, self.context, self.mask = decoder, context, mask
 
     @property
     def cfg(self) -> TransformerConfig:
@@ -320,12 +320,12 @@ class ConditionedDecoder(nn.Module):
         return self.decoder.block_size
 
     def forward(self, idx: Tensor, cache: list[LayerCache] | None = None) -> Tensor:
-        memory, mask = self.memory, self.mask
-        if memory.size(0) != idx.size(0):  # N samples per source: repeat the source
-            reps = idx.size(0) // memory.size(0)
-            memory = memory.repeat_interleave(reps, dim=0)
+        context, mask = self.context, self.mask
+        if context.size(0) != idx.size(0):  # N samples per source: repeat the source
+            reps = idx.size(0) // context.size(0)
+            context = context.repeat_interleave(reps, dim=0)
             mask = None if mask is None else mask.repeat_interleave(reps, dim=0)
-        return self.decoder(idx, cache=cache, memory=memory, memory_mask=mask)
+        return self.decoder(idx, cache=cache, context=context, context_mask=mask)
 
-    def make_cache(self, batch_size: int, max_len: int | None = None) -> list[LayerCache]:
-        return self.decoder.make_cache(batch_size, max_len, memory_len=self.memory.size(1))
+    def make_cache(self, batch_size: int, capacity: int | None = None) -> list[LayerCache]:
+        return self.decoder.make_cache(batch_size, capacity, context_len=self.context.size(1))

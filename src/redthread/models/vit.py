@@ -13,7 +13,7 @@ Positions are learned (pos="learned", the paper) or fixed 2-D sines and cosines
 the paper's 1-D table (Vaswani et al. 2017, section 3.5), as MAE's `get_2d_sincos_pos_embed`
 (He et al. 2022) and Beyer et al. 2022; the class token gets the zero vector.
 
-Like every rung it returns raw logits; the likelihood is `redthread.train.objectives.token_nll`,
+Like every rung it returns raw logits; the likelihood is `redthread.models.likelihoods.token_nll`,
 and the one loop (`redthread.train.loop.train`) trains it.
 Shape legend: B batch, C channels (image) / d_model (after embedding), H, W image height and
 width, P patches, K classes.
@@ -25,14 +25,13 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.distributions import Categorical
 
 from redthread.errors import InvalidValue
 from redthread.layers.blocks import EncoderBlock
 from redthread.layers.positional import sinusoidal_table
+from redthread.models.base import Classifier
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
 from redthread.models.transformer import EMB_STD, init_weights
-from redthread.train.objectives import token_nll
 
 POOLS = ("cls", "mean")
 VIT_POSITIONAL = ("learned", "sinusoidal2d")
@@ -106,8 +105,8 @@ class PatchEmbedding(nn.Module):
         return x.flatten(2).transpose(1, 2)  # (B, P, C), patches in row-major order
 
 
-class ViT(nn.Module):
-    """Vision Transformer classifier: model(images (B, C, H, W)) -> logits (B, K)."""
+class ViT(Classifier):
+    """Vision Transformer classifier: model(images (B, C, H, W)) -> logits (B, K), P(class | image)."""
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
@@ -159,17 +158,3 @@ class ViT(nn.Module):
         x = self.encode(images)  # (B, P + 1, C)
         pooled = x[:, 0] if self.cls_token is not None else x.mean(1)  # (B, C)
         return self.head(pooled)  # (B, K)
-
-    def distribution(self, images: Tensor) -> Categorical:
-        """P(class | image): batch shape (B,), K outcomes."""
-        return Categorical(logits=self(images).float())
-
-    def nll(self, images: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
-        """-log P(y | image) in nats; y (B,) int64 class labels."""
-        return token_nll(self(images), y, reduction=reduction)
-
-    def predict(self, images: Tensor) -> Tensor:
-        return self(images).argmax(-1)  # (B,)
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())

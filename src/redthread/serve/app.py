@@ -34,20 +34,21 @@ import logging
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated, NamedTuple
+from typing import Annotated, NamedTuple, get_args, get_type_hints
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
 from safetensors import safe_open
 from starlette.exceptions import HTTPException
 
 from redthread.errors import RedthreadError
-from redthread.generate.config import MAX_SEED, SampleConfig
+from redthread.generate.config import SampleConfig
 from redthread.viz.inspector import MAX_CANDIDATES, ImageInspector, Inspector, check_text, load_inspector
 
 CHECKPOINT = "checkpoint.safetensors"
@@ -93,32 +94,43 @@ Text = Annotated[str, AfterValidator(_utf8)]
 
 
 class TextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is a 422 naming it, never silently ignored
+
     model: Text = Field(max_length=MAX_NAME, description="a name from /api/models")
     text: Text = Field(description="the input text")
 
 
 class ImageRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     model: Text = Field(max_length=MAX_NAME, description="an image run's name from /api/models")
     index: int | None = Field(None, ge=0, description="which image of the run's test split")
     image: str | None = Field(None, description="or an image file of your own, as a data: URL (base64)")
     name: Text = Field("your image", max_length=200, description="the uploaded file's name, for the title")
 
 
-class NextRequest(TextRequest):
-    temperature: float = Field(1.0, ge=0.0, allow_inf_nan=False, description="0 = greedy")
-    top_k: int | None = Field(None, ge=1)
-    top_p: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False)
-    min_p: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
-    candidates: int = Field(20, ge=1, le=MAX_CANDIDATES, description="how many of the most probable tokens to list")
+def sampling_fields(*names: str) -> dict:
+    """Request fields built from SampleConfig's: its types, defaults, meanings and bounds (generate/config.py)."""
+    hints = get_type_hints(SampleConfig)
+    out = {}
+    for f in fields(SampleConfig):
+        if f.name in names:
+            finite = {"allow_inf_nan": False} if float in (hints[f.name], *get_args(hints[f.name])) else {}
+            out[f.name] = (hints[f.name], Field(f.default, description=f.metadata["help"], **f.metadata["bounds"], **finite))
+    return out
 
 
-class StepRequest(NextRequest):
-    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="makes the draw reproducible")
+SETTINGS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty")
+NextRequest = create_model(
+    "NextRequest", __base__=TextRequest, **sampling_fields(*SETTINGS),
+    candidates=(int, Field(20, ge=1, le=MAX_CANDIDATES, description="how many of the most probable tokens to list")),
+)
+StepRequest = create_model("StepRequest", __base__=NextRequest, **sampling_fields("seed"))
 
 
-def sampling(req: NextRequest) -> SampleConfig:
+def sampling(req: BaseModel) -> SampleConfig:
     """The request's sampling settings, as the one object the sampler, the inspector and the CLI share."""
-    return SampleConfig(req.temperature, req.top_k, req.top_p, req.min_p, seed=getattr(req, "seed", None))
+    return SampleConfig(**{name: getattr(req, name) for name in (*SETTINGS, "seed") if hasattr(req, name)})
 
 
 class Run(NamedTuple):

@@ -39,13 +39,13 @@ from torch import Tensor, nn
 
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.files import atomic_write, atomic_write_text
-from redthread.models.base import model_device
+from redthread.models.base import model_device, resolve_device
+from redthread.models.likelihoods import perplexity, scored, token_nll
 from redthread.train import distributed
-from redthread.train.checkpoint import FILENAME, read_checkpoint, save_checkpoint
+from redthread.train.checkpoint import FILENAME, Checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.compiler import compile_model
 from redthread.train.flops import mfu, model_flops_per_token, peak_flops
 from redthread.train.memory import checkpoint_blocks
-from redthread.train.objectives import perplexity, scored, token_nll
 from redthread.train.precision import PRECISIONS, choose_precision, enable_tf32
 
 
@@ -140,27 +140,6 @@ class TrainResult:
     tokens_per_s: float
 
 
-DEVICE_TYPES = ("cpu", "cuda", "mps")  # where a model can train and run; "meta" and others hold no data
-
-
-def resolve_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise InvalidValue(f"unknown device {name!r}: use auto, cpu or cuda") from None
-    if device.type not in DEVICE_TYPES:
-        raise InvalidValue(f"device {name!r} cannot run a model: use auto, cpu or cuda")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise InvalidValue("device mps requested but this machine has no Apple GPU")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidValue("device cuda requested but no CUDA GPU is available")
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise InvalidValue(f"device {name} requested but this machine has {torch.cuda.device_count()} GPU(s)")
-    return device
-
-
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up to lr, then cosine decay to min_lr at max_iters."""
     if step < cfg.warmup_iters:
@@ -178,6 +157,11 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> 
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cuda", "cpu"))
 
 
+def objective_of(model: nn.Module, objective: Callable | None = None) -> Callable:
+    """The likelihood to minimise: the one given, else the model's own, else cross-entropy (a plain module of logits)."""
+    return objective or getattr(model, "objective", None) or token_nll
+
+
 @torch.no_grad()
 def evaluate(
     model: nn.Module,
@@ -185,9 +169,12 @@ def evaluate(
     split: str = "val",
     batch_size: int = 32,
     max_batches: int | None = None,
-    objective: Callable = token_nll,
+    objective: Callable | None = None,
 ) -> dict[str, float]:
-    """Validation NLL over `max_batches` batches, or the whole split in non-overlapping windows."""
+    """Validation NLL over `max_batches` batches, or the whole split in non-overlapping windows.
+
+    `objective`: the likelihood of the model's output; None: the model's own (`model.objective`)."""
+    objective = objective_of(model, objective)
     was_training = model.training
     model.eval()
     device = model_device(model)
@@ -200,7 +187,7 @@ def evaluate(
     model.train(was_training)
     total, count = total.item(), int(count.item())
     if count == 0:
-        raise RedthreadError(f"the {split} split is empty")
+        raise InvalidValue(f"the {split} split is empty")
     nll = total / count
     out = {"nll": nll, "ppl": perplexity(nll), "tokens": count}
     ratio = data.tokens_per_char(split)
@@ -253,9 +240,9 @@ def train(
     data: DataSource,
     cfg: TrainConfig,
     run_dir: str | Path | None = None,
-    objective: Callable = token_nll,
+    objective: Callable | None = None,
     tokenizer: Any = None,
-    resume: bool = False,
+    resume: bool | Checkpoint = False,
     progress: Any = True,
     log: Callable[[str], None] | None = None,
     extra: dict | None = None,
@@ -263,8 +250,14 @@ def train(
 ) -> TrainResult:
     """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
 
+    `objective(output, y, reduction="mean")` is the negative log-likelihood minimised; None: the
+    model's own (`model.objective`, see `models/base.py`), or cross-entropy for a plain module.
+
     Count rungs (a `count(x, y)` method and no trainable parameters) have their maximum-likelihood
     estimate in closed form: they are fitted by counting every training example once instead.
+
+    `resume`: True continues from the checkpoint in `run_dir`; a `Checkpoint` the caller has already
+    read (to rebuild the model and data it describes) continues from that one, read only once.
 
     `publish`, when given, is called once right after the first checkpoint is saved and returns
     the folder to write to from then on: a run that replaces another trains in a folder beside
@@ -273,6 +266,7 @@ def train(
     A loss or gradient norm that is not finite stops training with a one-line error naming the
     step; weights that are not finite are never saved, so the last good checkpoint is kept.
     """
+    objective = objective_of(model, objective)
     if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
         return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
     device = distributed.setup(resolve_device(cfg.device))
@@ -290,10 +284,14 @@ def train(
     extra = {k: v for k, v in (extra or {}).items() if k != "grad_scaler"}  # a resumed run's is replaced below
 
     step = 0
-    if resume:
-        if run_dir is None or not (run_dir / FILENAME).is_file():
+    resuming = isinstance(resume, Checkpoint) or bool(resume)
+    if resuming:
+        if isinstance(resume, Checkpoint):
+            ckpt = resume
+        elif run_dir is None or not (run_dir / FILENAME).is_file():
             raise RedthreadError(f"nothing to resume: no {FILENAME} in {run_dir}")
-        ckpt = read_checkpoint(run_dir, map_location=device)
+        else:
+            ckpt = read_checkpoint(run_dir, map_location=device)
         ckpt.require_resumable(optimizer)  # a checkpoint without its optimizer or RNG state would resume inexactly
         model.load_state_dict(ckpt.model.state_dict())
         optimizer.load_state_dict(ckpt.optimizer_state)
@@ -327,7 +325,7 @@ def train(
     # the first step whose loss or gradient norm was not finite (-1: none yet), kept on the device so
     # that watching costs no host-device sync; read where the loop syncs anyway
     diverged_at = torch.full((), -1, dtype=torch.int64, device=device)
-    saved_step = step if resume else None
+    saved_step = step if resuming else None
 
     def check_finite() -> None:
         """Stop, naming the step, once the loss, a gradient norm or a weight is not finite."""
@@ -519,7 +517,7 @@ def _parse_metrics(path: Path) -> tuple[list[dict], bool]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise RedthreadError(f"{path} is not UTF-8 text (bad byte at offset {e.start}): move it aside to go on "
+        raise InvalidValue(f"{path} is not UTF-8 text (bad byte at offset {e.start}): move it aside to go on "
                              f"without the old metrics") from None
     lines = text.split("\n")  # the last item is "" when the file ends with a newline
     rows, torn = [], False
@@ -530,7 +528,7 @@ def _parse_metrics(path: Path) -> tuple[list[dict], bool]:
         if row is None and number == len(lines):  # no newline after it: cut short
             torn = True
         elif row is None:
-            raise RedthreadError(f"{path}, line {number}: not a metrics row (a JSON object with an integer step): "
+            raise InvalidValue(f"{path}, line {number}: not a metrics row (a JSON object with an integer step): "
                                  f"move the file aside to go on without the old metrics")
         else:
             rows.append(row)

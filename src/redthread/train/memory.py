@@ -46,18 +46,26 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
+from redthread.models.base import resolve_device
 from redthread.models.size import (
-    BATCH_BYTES,
+    FP32,
+    FP64,
+    GATES,
     check_fits,
     check_model_fits,
     config_sizes,
+    counts,
     culprit,
+    knows,
     memory_limit,
     model_bytes,
     parameter_count,
 )
 from redthread.models.transformer import TransformerConfig
+from redthread.train.precision import choose_precision
+
+BATCH_BYTES = 32  # per token of a batch: the int64 windows, the inputs and targets cut from them, their indices
 
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -73,7 +81,7 @@ def checkpoint_blocks(model: nn.Module) -> Callable[[], None]:
     """Make every block of `model.blocks` save only its input for backward; return the undo."""
     blocks = getattr(model, "blocks", None)
     if not isinstance(blocks, nn.ModuleList) or len(blocks) == 0:
-        raise RedthreadError(f"activation checkpointing needs a model with blocks (a Transformer); {type(model).__name__} has none")
+        raise InvalidValue(f"activation checkpointing needs a model with blocks (a Transformer); {type(model).__name__} has none")
     own = [block.__dict__.get("forward") for block in blocks]  # a forward already set on the instance, if any
     for block in blocks:
         block.forward = functools.partial(_recompute, block.forward)
@@ -118,7 +126,7 @@ def estimate_memory(
 ) -> MemoryEstimate:
     """Bytes needed to train a TransformerLM with `cfg` on batches of `batch_size` x T (default block_size)."""
     if precision not in COMPUTE_BYTES:
-        raise RedthreadError(f"precision must be one of {', '.join(COMPUTE_BYTES)}; got {precision!r}")
+        raise InvalidValue(f"precision must be one of {', '.join(COMPUTE_BYTES)}; got {precision!r}")
     B, T, C, F, H, V = batch_size, T or cfg.block_size, cfg.d_model, cfg.ffn_size, cfg.n_head, cfg.vocab_size
     e, n = COMPUTE_BYTES[precision], count_parameters(cfg)
     block = B * T * (8 * C + e * (6 * C + 2 * F))  # saved by one block
@@ -132,7 +140,7 @@ def estimate_memory(
     return MemoryEstimate(4 * n, 4 * n, 8 * n, blocks + head + weight_copies, 4 * B * T * V)
 
 
-EVAL_BATCH_SIZE = 64  # the final evaluation's batch (commands/train.py)
+EVAL_BATCH_SIZE = 64  # the final evaluation's batch (train/language_model.py)
 TRAIN_DEFAULTS = {"batch_size": 12}  # TrainConfig's default, what a refusal compares with
 
 
@@ -159,8 +167,6 @@ def check_training_memory(cfg: TransformerConfig, train_cfg, device=None) -> Non
     """Refuse, in one line, a TransformerLM run (`train_cfg`: a TrainConfig) that cannot fit on its device.
 
     Call it before the model is built. `device` defaults to `train_cfg.device`, resolved as the loop does."""
-    from redthread.train.loop import resolve_device
-    from redthread.train.precision import choose_precision
 
     device = resolve_device(train_cfg.device) if device is None else torch.device(device)
     if device.type != "cpu":  # the model is built on the CPU first, then moved
@@ -180,3 +186,65 @@ def check_training_memory(cfg: TransformerConfig, train_cfg, device=None) -> Non
         return
     name = culprit(lambda v: needed(dict(v)), values, {**defaults, **TRAIN_DEFAULTS})
     check_fits(total, name, " to train and evaluate (weights, gradients, AdamW moments, activations)", limit=limit)
+
+
+# -- any class models/size.py counts: a cheap bound ---------------------------------------------------
+
+
+
+def training_bytes_bound(class_name: str, cfg, batch_size: int) -> int:
+    """Bytes to train `class_name(cfg)` with AdamW on batches of `batch_size`, never more than it needs.
+
+    A TransformerLM gets the full estimate (`train/memory.py`); the other classes a lower bound: 16
+    bytes per parameter (float32 weights, gradients, AdamW's two moments), the buffers, the batch,
+    and the activations no model of the class can do without (the logits and their gradient, the
+    recurrent gates, the ViT's token vectors per layer). Cheap, and it never refuses a run that fits."""
+    B = batch_size
+    if class_name == "TransformerLM":
+        return training_bytes(cfg, B)
+    params, buffers = counts(class_name, cfg)
+    static = 16 * params + buffers
+    if class_name == "ViT":
+        tokens = cfg.n_patches + (cfg.pool == "cls")
+        images = B * cfg.channels * cfg.image_size**2 * FP32
+        return static + images + B * tokens * cfg.d_model * FP32 * 4 * cfg.n_layer + 2 * B * cfg.n_classes * FP32
+    if class_name == "Captioner":
+        enc = cfg.encoder_config()
+        images = B * cfg.channels * cfg.image_size**2 * FP32
+        encoder = B * enc.n_patches * cfg.d_model * FP32 * 4 * cfg.n_layer_encoder
+        decoder = B * cfg.block_size * (cfg.d_model * FP32 * 4 * cfg.n_layer_decoder + 2 * FP32 * cfg.vocab_size)
+        return static + images + encoder + decoder + BATCH_BYTES * B * (cfg.block_size + 1)
+    T, V = cfg.block_size, cfg.vocab_size
+    per_token = 2 * FP32 * V  # the logits and their gradient
+    if class_name == "NGramLM":
+        per_token = FP64 * V  # counting needs no gradient; scoring makes float64 log-probabilities
+    elif class_name == "RecurrentLM":
+        per_token += FP32 * (cfg.d_embed + cfg.n_layer * (GATES[cfg.cell] + 1) * cfg.d_hidden)
+    elif class_name == "MLPLM":
+        per_token += FP32 * (cfg.context * cfg.d_embed + cfg.d_hidden)
+    return static + B * T * per_token + BATCH_BYTES * B * (T + 1)
+
+
+def check_training_fits(class_name: str, cfg, batch_size: int, device=None) -> None:
+    """Refuse, in one line, training `class_name(cfg)` on batches of `batch_size` where it cannot fit.
+
+    For the ladder's rungs, the image models and any class this module knows; call it before the
+    first batch is drawn. `device`: where the run trains (None: the CPU; "auto" as the loop resolves it)."""
+    if not knows(class_name):
+        return
+    if isinstance(device, str) and device == "auto":
+        device = resolve_device(device)
+    sizes, defaults = config_sizes(cfg)
+
+    def needed(v: dict) -> int:
+        v = dict(v)
+        batch = v.pop("batch_size")
+        return training_bytes_bound(class_name, dataclasses.replace(cfg, **v), batch)
+
+    values = {**sizes, "batch_size": batch_size}
+    limit = memory_limit(device)
+    total = needed(values)
+    if total <= limit[0]:
+        return
+    name = culprit(needed, values, {**defaults, **TRAIN_DEFAULTS})
+    check_fits(total, name, f" to train this {class_name} (weights, gradients, AdamW moments, activations)", limit=limit)

@@ -1,4 +1,4 @@
-"""`redthread train`: a Transformer language model on a corpus, from data to a run folder.
+"""A Transformer language model on a corpus, from data to a run folder (what `redthread train` runs).
 
 corpus -> split (no leakage) -> tokenizer -> token ids (cached, memory-mapped) -> model ->
 the training loop -> a run folder holding checkpoint.safetensors, config.json,
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from redthread.data.lm import LMData, load_splits
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.files import check_free_space
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train import distributed
@@ -38,11 +38,6 @@ class TrainedRun:
     final: dict  # full-split validation: nll, ppl, bpc
 
 
-def check_run_dir(out: Path, resume: bool, overwrite: bool) -> RunFolder:
-    """Refuse to clobber a run; with `overwrite`, stage the new run beside the old one (train/run_folder.py)."""
-    return RunFolder(out, resume, overwrite)
-
-
 def check_disk(folder: Path, model: torch.nn.Module) -> None:
     """Room for a checkpoint: weights and AdamW's two moments, written beside the old file before it is replaced."""
     nbytes = 3 * sum(p.numel() * p.element_size() for p in model.parameters())
@@ -56,7 +51,7 @@ def resolve_model_config(requested: dict, vocab_size: int, saved: dict | None) -
         return TransformerConfig(**{**requested, "vocab_size": vocab_size})
     for name, value in requested.items():
         if name in saved and saved[name] != value:
-            raise RedthreadError(f"the checkpoint does not fit the requested model: {name} is {saved[name]!r} in the checkpoint, {value!r} requested")
+            raise InvalidValue(f"the checkpoint does not fit the requested model: {name} is {saved[name]!r} in the checkpoint, {value!r} requested")
     return TransformerConfig.from_dict(saved)
 
 
@@ -73,7 +68,7 @@ def train_language_model(
     log: Callable[[str], None] = lambda s: None,
 ) -> TrainedRun:
     out = Path(out)
-    with check_run_dir(out, resume, overwrite) as folder:  # a failure before the first checkpoint leaves an old run as it was
+    with RunFolder(out, resume, overwrite) as folder:  # a failure before the first checkpoint leaves an old run as it was
         return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log)
 
 
@@ -84,13 +79,14 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
 
     saved_model_cfg, tokenizer, extra = None, None, {"data": data, "tokenizer_kind": tokenizer_kind}
     train_cfg = TrainConfig(**train_overrides)
+    ckpt = None
     if resume:
         ckpt = read_checkpoint(out)
         ckpt.require_resumable()  # refused before the data are read
         saved_model_cfg, tokenizer = ckpt.config, ckpt.tokenizer
         saved_data = ckpt.extra.get("data")
         if data is not None and data != saved_data:
-            raise RedthreadError(f"the run in {out} was trained on {saved_data or 'the default corpus'}, not {data}")
+            raise InvalidValue(f"the run in {out} was trained on {saved_data or 'the default corpus'}, not {data}")
         data, extra = saved_data, ckpt.extra
         train_cfg = TrainConfig.from_dict({**(ckpt.train_config or {}), **train_overrides})
 
@@ -106,7 +102,7 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
     log(f"model: {model.num_params():,} parameters (without embeddings); {cfg.n_layer} layers, "
         f"{cfg.n_head} heads, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
 
-    result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=resume,
+    result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
                    progress=progress, log=log, extra=extra, publish=folder.publish)
     final = evaluate(model, lm_data, "val", batch_size=64)  # every validation token, once
     return TrainedRun(out, model, tokenizer, lm_data, result, final)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.distributions import Normal
 
-from redthread.train.objectives import bits_per_char, gaussian_nll, perplexity, token_nll
+from redthread.models.likelihoods import bits_per_char, gaussian_nll, perplexity, token_nll
 
 B, T, V = 3, 5, 7
 
