@@ -15,6 +15,8 @@ still catches them all.
       MissingFile(FileNotFoundError)   a file or folder that is not there
 """
 
+from numbers import Integral
+
 
 class RedthreadError(Exception):
     """A user-facing error: one line, names the bad input."""
@@ -38,7 +40,7 @@ class MissingFile(RedthreadError, FileNotFoundError):
 def check_int(name: str, value, minimum: int = 1) -> int:
     """`value` if it is an integer >= minimum (a bool is not); else InvalidType or InvalidValue naming `name`."""
     wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not isinstance(value, Integral) or isinstance(value, bool):  # numpy's integers are Integral too
         raise InvalidType(f"{name} must be {wanted}, got {value!r}")
     if value < minimum:
         raise InvalidValue(f"{name} must be {wanted}, got {value!r}")

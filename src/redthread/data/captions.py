@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 
 from redthread.data.targets import IGNORE_INDEX
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, check_int
 
 SPECIALS = ("<pad>", "<bos>", "<eos>")
 PAD, BOS, EOS = 0, 1, 2
@@ -63,9 +63,9 @@ class Vocabulary:
     def __init__(self, words: Sequence[str]):
         words = list(words)
         if not words:
-            raise RedthreadError("the caption vocabulary is empty: give at least one word")
+            raise InvalidValue("the caption vocabulary is empty: give at least one word")
         if len(set(words)) != len(words) or set(words) & set(SPECIALS):
-            raise RedthreadError(f"caption words must be distinct and not {', '.join(SPECIALS)}: {words}")
+            raise InvalidValue(f"caption words must be distinct and not {', '.join(SPECIALS)}: {words}")
         self.words = [*SPECIALS, *words]
         self.ids = {w: i for i, w in enumerate(self.words)}
 
@@ -75,7 +75,7 @@ class Vocabulary:
     def encode(self, words: Sequence[str]) -> list[int]:
         unknown = [w for w in words if w not in self.ids]
         if unknown:
-            raise RedthreadError(f"word {unknown[0]!r} is not in the caption vocabulary")
+            raise InvalidValue(f"word {unknown[0]!r} is not in the caption vocabulary")
         return [BOS, *(self.ids[w] for w in words), EOS]
 
     def decode(self, ids: Sequence[int]) -> list[str]:
@@ -127,7 +127,7 @@ def shape_mask(shape: str, size: int = SHAPE_SIZE) -> np.ndarray:
         return np.abs(x - c) <= (y + 1) / 2
     if shape == "cross":
         return (np.abs(x - c) < 1) | (np.abs(y - c) < 1)
-    raise RedthreadError(f"unknown shape {shape!r}; shapes: {', '.join(SHAPES)}")
+    raise InvalidValue(f"unknown shape {shape!r}; shapes: {', '.join(SHAPES)}")
 
 
 def patch_mask(pixels: np.ndarray, patch_size: int) -> np.ndarray:
@@ -160,13 +160,13 @@ def make_shapes(
     for what, given, known in (("colour", colours, COLOURS), ("shape", shapes, SHAPES)):
         bad = [w for w in given if w not in known]
         if bad:
-            raise RedthreadError(f"unknown {what} {bad[0]!r}; {what}s: {', '.join(known)}")
+            raise InvalidValue(f"unknown {what} {bad[0]!r}; {what}s: {', '.join(known)}")
     if not colours or not shapes:
-        raise RedthreadError("the caption vocabulary is empty: give at least one colour and one shape")
+        raise InvalidValue("the caption vocabulary is empty: give at least one colour and one shape")
     if len(colours) * len(shapes) < 2:
-        raise RedthreadError("a scene holds 2-3 different objects: give at least 2 colours or 2 shapes")
+        raise InvalidValue("a scene holds 2-3 different objects: give at least 2 colours or 2 shapes")
     if CANVAS % patch_size:
-        raise RedthreadError(f"patch size {patch_size} does not divide the {CANVAS}-pixel canvas")
+        raise InvalidValue(f"patch size {patch_size} does not divide the {CANVAS}-pixel canvas")
     vocab = Vocabulary([*colours, *shapes, *RELATIONS])
     rng = np.random.default_rng(seed)
     kinds = [(c, s) for c in colours for s in shapes]
@@ -200,7 +200,7 @@ def make_digit_pairs(n: int, seed: int, split: str, patch_size: int = 4) -> tupl
     from redthread.data.images import load_digits
 
     if DIGIT_CANVAS % patch_size:
-        raise RedthreadError(f"patch size {patch_size} does not divide the {DIGIT_CANVAS}-pixel canvas")
+        raise InvalidValue(f"patch size {patch_size} does not divide the {DIGIT_CANVAS}-pixel canvas")
     vocab = Vocabulary(NUMBER_WORDS)
     digits, labels = load_digits().split(split)  # (M, 1, 8, 8), (M,)
     rng = np.random.default_rng(seed)
@@ -258,7 +258,7 @@ class CaptionData:
     def __init__(self, train: CaptionSet, val: CaptionSet, vocab: Vocabulary, task: str, patch_size: int,
                  test_kept: list[int] | None = None):
         if len(train) == 0 or len(val) == 0:
-            raise RedthreadError("caption data needs at least one training and one test scene")
+            raise InvalidValue("caption data needs at least one training and one test scene")
         self.splits = {"train": train, "val": val}
         self.vocab, self.task, self.patch_size = vocab, task, patch_size
         self.test_kept = test_kept  # which generated test scenes are unseen: `load_test_scenes` rebuilds val from it
@@ -278,7 +278,7 @@ class CaptionData:
 
     def split(self, name: str) -> CaptionSet:
         if name not in self.splits:
-            raise RedthreadError(f"unknown split {name!r}; use train or val")
+            raise InvalidValue(f"unknown split {name!r}; use train or val")
         return self.splits[name]
 
     @staticmethod
@@ -313,9 +313,7 @@ def load_caption_data(
     shapes: Sequence[str] | None = None,
 ) -> CaptionData:
     """The scenes of `task`: training scenes from `seed`, test scenes from `seed + 1`, unseen images only."""
-    for name, value in (("n_train", n_train), ("n_test", n_test)):
-        if not isinstance(value, int) or value < 1:
-            raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+    check_int("n_train", n_train), check_int("n_test", n_test)
     train, vocab, patch_size = _make(task, n_train, seed, "train", patch_size, colours, shapes)
     test, _, _ = _make(task, n_test, seed + 1, "val", patch_size, colours, shapes)
     L = max(train.tokens.shape[1], test.tokens.shape[1])
@@ -343,12 +341,12 @@ def load_test_scenes(
 def _make(task, n, seed, digit_split, patch_size, colours, shapes) -> tuple[CaptionSet, Vocabulary, int]:
     """n scenes of `task` from `seed` (caption-digits draws from the digits' `digit_split`), and the patch size."""
     if task not in TASKS:
-        raise RedthreadError(f"unknown caption task {task!r}; tasks: {', '.join(TASKS)}")
+        raise InvalidValue(f"unknown caption task {task!r}; tasks: {', '.join(TASKS)}")
     patch_size = patch_size or 4  # caption-digits: 2 x 2 patches (64) stayed at the prior in 1,000 steps (docs/vision.md)
     if task == "caption-shapes":
         return (*make_shapes(n, seed, patch_size, colours, shapes), patch_size)
     if colours is not None or shapes is not None:
-        raise RedthreadError("--colours and --shapes are caption-shapes settings")
+        raise InvalidValue("--colours and --shapes are caption-shapes settings")
     return (*make_digit_pairs(n, seed, digit_split, patch_size), patch_size)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from redthread.errors import MissingFile, RedthreadError
+from redthread.errors import InvalidValue, MissingFile, RedthreadError
 from redthread.files import irregular_kind
 
 DOCUMENT_SEPARATOR = "\n\n"
@@ -93,7 +93,7 @@ def split_corpus(corpus: Corpus, val_fraction: float = 0.1) -> tuple[str, str]:
       tiny-Shakespeare.
     """
     if not 0 < val_fraction < 1:
-        raise RedthreadError(f"val_fraction must be between 0 and 1 (exclusive), got {val_fraction!r}")
+        raise InvalidValue(f"val_fraction must be between 0 and 1 (exclusive), got {val_fraction!r}")
     k = max(2, round(1 / val_fraction))
     val_indices = set(range(k // 2, len(corpus.documents), k))
     if len(corpus.documents) > 1 and val_indices:
@@ -154,7 +154,7 @@ def scan_corpus(path: str | os.PathLike) -> CorpusFile:
         else:
             seen[np.frombuffer(text.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32)] = True
     if not content:
-        raise RedthreadError(f"corpus file is empty: {path}")
+        raise InvalidValue(f"corpus file is empty: {path}")
     alphabet = "".join(map(chr, np.flatnonzero(seen).tolist()))
     return CorpusFile(path, path.stem, n_chars, alphabet, digest.hexdigest(), tuple(marks))
 
@@ -201,7 +201,7 @@ def _read_text(path: Path, offset: int = 0, digest=None, marks: list | None = No
                 text = decoder.decode(block, final=final)
             except UnicodeDecodeError as e:
                 bad = offset - len(pending) + e.start
-                raise RedthreadError(f"corpus file is not valid UTF-8 (bad byte at offset {bad}): {path}") from None
+                raise InvalidValue(f"corpus file is not valid UTF-8 (bad byte at offset {bad}): {path}") from None
             offset += len(block)
             if digest is not None:
                 digest.update(block)
@@ -222,7 +222,7 @@ def _read_text(path: Path, offset: int = 0, digest=None, marks: list | None = No
 def _load_file(path: Path) -> Corpus:
     text = "".join(_read_text(path))
     if not text.strip():
-        raise RedthreadError(f"corpus file is empty: {path}")
+        raise InvalidValue(f"corpus file is empty: {path}")
     return Corpus(name=path.stem, documents=(text,))
 
 

@@ -40,7 +40,7 @@ from redthread.data.tokenizers import (
     Tokenizer,
     check_tokenizer_request,
 )
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError, check_int
 from redthread.files import atomic_write_text
 
 RELEASE_EVERY = 32  # batches between releases of the pages of a memory-mapped split that a process has touched
@@ -118,7 +118,7 @@ def train_file_tokenizer(corpus: CorpusFile, kind: str, vocab_size: int | None, 
     if kind == "char":
         return CharTokenizer(corpus.alphabet)
     if cut == 0:
-        raise RedthreadError("cannot train a BPE tokenizer on empty text")
+        raise InvalidValue("cannot train a BPE tokenizer on empty text")
     return BPETokenizer.train_from_pieces(corpus.chunks(0, cut), vocab_size or DEFAULT_BPE_VOCAB_SIZE)
 
 
@@ -133,7 +133,7 @@ def get_batch(
     _check_positive(batch_size=batch_size, block_size=block_size)
     n = len(split.tokens)
     if n < block_size + 1:
-        raise RedthreadError(
+        raise InvalidValue(
             f"corpus too short: {n} tokens in the {split.name} split, "
             f"need at least block_size + 1 = {block_size + 1}"
         )
@@ -157,7 +157,7 @@ def iter_eval_windows(
     _check_positive(batch_size=batch_size, block_size=block_size)
     n = len(split.tokens)
     if n < 2:
-        raise RedthreadError(f"corpus too short: {n} tokens in the {split.name} split, need at least 2 to score one")
+        raise InvalidValue(f"corpus too short: {n} tokens in the {split.name} split, need at least 2 to score one")
     n_full = (n - 1) // block_size
     offsets = np.arange(block_size + 1)
     _advise(split.tokens, getattr(mmap, "MADV_SEQUENTIAL", None))  # one pass, front to back: read ahead
@@ -283,6 +283,8 @@ def _write_atomic(path: Path, arrays: Iterable[np.ndarray]) -> int:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+    except RedthreadError:  # from reading the text (a MissingFile is an OSError too): not a failed write
+        raise
     except OSError as e:
         raise RedthreadError(f"cannot write the token cache file {path}: {e.strerror or e}") from None
     return n
@@ -290,5 +292,4 @@ def _write_atomic(path: Path, arrays: Iterable[np.ndarray]) -> int:
 
 def _check_positive(**values: int) -> None:
     for name, value in values.items():
-        if not isinstance(value, int) or value < 1:
-            raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, value)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, MissingFile, RedthreadError
 
 MAX_IMAGE_PIXELS = 16_000_000  # the largest image read (width x height): 16 megapixels, 64 MB decoded as RGBA
 
 
-class ImageTooLarge(RedthreadError):
+class ImageTooLarge(InvalidValue):
     """An image over MAX_IMAGE_PIXELS: refused from its header, before any pixel is decoded."""
 
 
@@ -25,7 +25,7 @@ def read_image_file(path: str | Path, fit: int | None = None):
     """A PNG (or any format Pillow reads) as an array (C, H, W) with values in [0, 1] (see `_read_image`)."""
     path = Path(path)
     if not path.is_file():
-        raise RedthreadError(f"image file not found: {path}")
+        raise MissingFile(f"image file not found: {path}")
     return _read_image(path, str(path), fit)
 
 
@@ -62,9 +62,9 @@ def _read_image(source, name: str, fit: int | None = None):
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:  # Pillow's check, as the file opens
         raise ImageTooLarge(f"{name} is too large to read: {_over_the_limit(_bomb_pixels(str(e)))}") from None
     except Image.UnidentifiedImageError:
-        raise RedthreadError(f"cannot read {name} as an image: not a format Pillow reads (PNG, JPEG, GIF, BMP, ...)") from None
+        raise InvalidValue(f"cannot read {name} as an image: not a format Pillow reads (PNG, JPEG, GIF, BMP, ...)") from None
     except Exception as e:  # noqa: BLE001 - a corrupt file can fail anywhere in Pillow's decoders; it is the file's fault
-        raise RedthreadError(f"cannot read {name} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise InvalidValue(f"cannot read {name} as an image: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     pixels /= scale if scale is not None else max(float(pixels.max()), 1.0)
     return pixels[None] if pixels.ndim == 2 else np.moveaxis(pixels, -1, 0)  # (H, W, C) -> (C, H, W)
 

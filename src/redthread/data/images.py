@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from redthread.data.regression import RegressionData
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, check_int
 
 DIGITS_SIZE = 8
 TEST_FRACTION = 0.2
@@ -37,10 +37,9 @@ UPSCALE_MODES = ("nearest", "bilinear")
 
 def upscale_images(images: Tensor, factor: int, mode: str = "nearest") -> Tensor:
     """(N, C, H, W) -> (N, C, factor * H, factor * W); factor 1 returns the images unchanged."""
-    if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
-        raise RedthreadError(f"upscale must be a positive integer, got {factor!r}")
+    check_int("upscale", factor)
     if mode not in UPSCALE_MODES:
-        raise RedthreadError(f"upscale mode must be one of {', '.join(UPSCALE_MODES)}; got {mode!r}")
+        raise InvalidValue(f"upscale mode must be one of {', '.join(UPSCALE_MODES)}; got {mode!r}")
     if factor == 1:
         return images
     kw = {"align_corners": False} if mode == "bilinear" else {}
@@ -50,7 +49,7 @@ def upscale_images(images: Tensor, factor: int, mode: str = "nearest") -> Tensor
 def stratified_split(labels: Tensor, test_fraction: float = TEST_FRACTION, seed: int = 0) -> tuple[Tensor, Tensor]:
     """(train indices, test indices): per class, a seeded permutation; its first round(fraction * n) are test."""
     if not 0 < test_fraction < 1:
-        raise RedthreadError(f"test_fraction must be in (0, 1), got {test_fraction}")
+        raise InvalidValue(f"test_fraction must be in (0, 1), got {test_fraction}")
     g = torch.Generator().manual_seed(seed)
     train, test = [], []
     for k in labels.unique(sorted=True).tolist():
@@ -68,11 +67,11 @@ class ImageData:
     def __init__(self, images_train: Tensor, y_train: Tensor, images_val: Tensor, y_val: Tensor, n_classes: int):
         for name, t in (("train", images_train), ("val", images_val)):
             if t.dim() != 4 or t.shape[0] == 0:
-                raise RedthreadError(f"{name} images must be a non-empty (N, C, H, W) tensor, got shape {tuple(t.shape)}")
+                raise InvalidValue(f"{name} images must be a non-empty (N, C, H, W) tensor, got shape {tuple(t.shape)}")
             if (y_train if name == "train" else y_val).shape != (t.shape[0],):
-                raise RedthreadError(f"{name} images and labels differ in number: {t.shape[0]} images")
+                raise InvalidValue(f"{name} images and labels differ in number: {t.shape[0]} images")
         if images_train.shape[1:] != images_val.shape[1:]:
-            raise RedthreadError(f"train images are {tuple(images_train.shape[1:])} but val images {tuple(images_val.shape[1:])}")
+            raise InvalidValue(f"train images are {tuple(images_train.shape[1:])} but val images {tuple(images_val.shape[1:])}")
         self.splits = {"train": (images_train, y_train.long()), "val": (images_val, y_val.long())}
         self.n_classes = n_classes
 
@@ -86,7 +85,7 @@ class ImageData:
 
     def split(self, name: str) -> tuple[Tensor, Tensor]:
         if name not in self.splits:
-            raise RedthreadError(f"unknown split {name!r}; use train or val")
+            raise InvalidValue(f"unknown split {name!r}; use train or val")
         return self.splits[name]
 
     def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -132,7 +131,7 @@ def prepare_image(image, channels: int, image_size: int) -> tuple[Tensor, list[s
     if x.dim() == 2:
         x = x[None]  # (1, H, W)
     if x.dim() != 3 or min(x.shape) == 0:
-        raise RedthreadError(f"an image must be (height, width) or (channels, height, width), got shape {tuple(x.shape)}")
+        raise InvalidValue(f"an image must be (height, width) or (channels, height, width), got shape {tuple(x.shape)}")
     notices = []
     if x.shape[0] != channels:
         found = x.shape[0]
@@ -143,7 +142,7 @@ def prepare_image(image, channels: int, image_size: int) -> tuple[Tensor, list[s
         elif channels == 3 and x.shape[0] == 4:
             x = x[:3]  # RGBA -> RGB: the alpha channel dropped
         else:
-            raise RedthreadError(f"the image has {x.shape[0]} channel(s), the model expects {channels}")
+            raise InvalidValue(f"the image has {x.shape[0]} channel(s), the model expects {channels}")
         notices.append(f"converted the image from {found} to {channels} channel(s)")
     if tuple(x.shape[1:]) != (image_size, image_size):
         notices.append(f"resized the image from {x.shape[1]}x{x.shape[2]} to {image_size}x{image_size} pixels")

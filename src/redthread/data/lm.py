@@ -16,7 +16,7 @@ import torch
 from redthread.data.corpus import load_corpus, split_corpus
 from redthread.data.dataset import TokenSplit, get_batch, iter_eval_windows, prepare_file_splits, prepare_splits
 from redthread.data.tokenizers import Tokenizer, train_tokenizer
-from redthread.errors import InvalidValue, RedthreadError
+from redthread.errors import InvalidValue, check_int
 
 EVAL_SEED = 0  # the periodic estimate scores the same windows every time, and draws nothing from the training RNG
 
@@ -41,21 +41,20 @@ def load_splits(
 
 class LMData:
     def __init__(self, train: TokenSplit, val: TokenSplit, block_size: int):
-        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-            raise InvalidValue(f"block_size must be a positive integer, got {block_size!r}")
+        check_int("block_size", block_size)
         self.splits = {"train": train, "val": val}
         self.block_size = block_size
 
     def split(self, name: str) -> TokenSplit:
         if name not in self.splits:
-            raise RedthreadError(f"unknown split {name!r}; use train or val")
+            raise InvalidValue(f"unknown split {name!r}; use train or val")
         return self.splits[name]
 
     def check_lengths(self) -> None:
         """Fail early, with the numbers, when a split cannot fill one context window."""
         for split in self.splits.values():
             if len(split.tokens) < self.block_size + 1:
-                raise RedthreadError(
+                raise InvalidValue(
                     f"corpus too short for the context: {len(split.tokens)} tokens in the {split.name} split, "
                     f"need at least block_size + 1 = {self.block_size + 1}"
                 )

@@ -19,7 +19,7 @@ from tokenizers import Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
 from redthread.data.tokenizers import BPETokenizer, CharTokenizer, Tokenizer
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue, MissingFile
 
 FILENAME = "tokenizer.json"
 
@@ -48,11 +48,11 @@ class PretrainedTokenizer:
 def load_pretrained_tokenizer(folder: str | os.PathLike) -> PretrainedTokenizer:
     path = Path(folder) / FILENAME
     if not path.is_file():
-        raise RedthreadError(f"no {FILENAME} in {folder}")
+        raise MissingFile(f"no {FILENAME} in {folder}")
     try:
         return PretrainedTokenizer(HFTokenizer.from_file(str(path)))
     except Exception as e:  # noqa: BLE001 - the Rust side raises a bare Exception on bad JSON
-        raise RedthreadError(f"corrupt {path}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        raise InvalidValue(f"corrupt {path}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
 
 
 def hf_tokenizer_json(tokenizer: Tokenizer) -> str:
@@ -60,7 +60,7 @@ def hf_tokenizer_json(tokenizer: Tokenizer) -> str:
     if isinstance(tokenizer, BPETokenizer):
         return tokenizer.hf_tokenizer.to_str()
     if not isinstance(tokenizer, CharTokenizer):
-        raise RedthreadError(f"cannot write a {type(tokenizer).__name__} as tokenizer.json: expected a char or BPE tokenizer")
+        raise InvalidType(f"cannot write a {type(tokenizer).__name__} as tokenizer.json: expected a char or BPE tokenizer")
     vocab = {c: i for i, c in enumerate(tokenizer.chars)}
     # unseen characters become the replacement, as CharTokenizer.encode(errors="replace")
     hf = HFTokenizer(models.WordLevel(vocab, unk_token=tokenizer.chars[tokenizer.replacement_id]))

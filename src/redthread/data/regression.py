@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, check_int
 
 KINDS = ("linear", "sine", "heteroscedastic")
 DEFAULT_NOISE = {"linear": 0.5, "sine": 0.3, "heteroscedastic": 0.2}
@@ -38,16 +38,16 @@ def as_features(X, name: str = "X", dtype: torch.dtype | None = None) -> Tensor:
     try:
         X = torch.as_tensor(np.asarray(X) if not isinstance(X, Tensor) else X)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise RedthreadError(f"{name} is not a numeric array: {e}") from None
+        raise InvalidValue(f"{name} is not a numeric array: {e}") from None
     X = X.to(dtype or (X.dtype if X.dtype.is_floating_point else torch.get_default_dtype()))
     if X.dim() == 1:
         X = X[:, None]  # (N,) -> (N, 1)
     if X.dim() != 2:
-        raise RedthreadError(f"{name} must be 2-D (examples, features), got shape {tuple(X.shape)}")
+        raise InvalidValue(f"{name} must be 2-D (examples, features), got shape {tuple(X.shape)}")
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise RedthreadError(f"{name} is empty: shape {tuple(X.shape)}")
+        raise InvalidValue(f"{name} is empty: shape {tuple(X.shape)}")
     if not torch.isfinite(X).all():
-        raise RedthreadError(f"{name} contains NaN or infinite values")
+        raise InvalidValue(f"{name} contains NaN or infinite values")
     return X
 
 
@@ -56,19 +56,19 @@ def as_targets(y, n: int, name: str = "y", dtype: torch.dtype | None = None) -> 
     try:
         y = torch.as_tensor(np.asarray(y) if not isinstance(y, Tensor) else y)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise RedthreadError(f"{name} is not a numeric array: {e}") from None
+        raise InvalidValue(f"{name} is not a numeric array: {e}") from None
     if y.dim() == 2 and y.shape[1] == 1:
         y = y[:, 0]  # a column vector (N, 1) -> (N,)
     if y.dim() != 1:
-        raise RedthreadError(f"{name} must be 1-D (one target per example), got shape {tuple(y.shape)}")
+        raise InvalidValue(f"{name} must be 1-D (one target per example), got shape {tuple(y.shape)}")
     if y.shape[0] != n:
-        raise RedthreadError(f"X and {name} have different lengths: {n} examples, {y.shape[0]} targets")
+        raise InvalidValue(f"X and {name} have different lengths: {n} examples, {y.shape[0]} targets")
     if dtype is not None:
         y = y.to(dtype)
     elif not y.dtype.is_floating_point and y.dtype != torch.int64:
         y = y.to(torch.int64)  # int32 labels, bools
     if y.dtype.is_floating_point and not torch.isfinite(y).all():
-        raise RedthreadError(f"{name} contains NaN or infinite values")
+        raise InvalidValue(f"{name} contains NaN or infinite values")
     return y
 
 
@@ -103,16 +103,13 @@ def make_regression(
 ) -> RegressionProblem:
     """Draw n examples of one of the `KINDS` (table above); `noise` scales the noise std (defaults in DEFAULT_NOISE)."""
     if kind not in KINDS:
-        raise RedthreadError(f"unknown regression kind {kind!r}; use one of {', '.join(KINDS)}")
-    if not isinstance(n, int) or n < 1:
-        raise RedthreadError(f"n must be a positive integer, got {n!r}")
-    if not isinstance(n_features, int) or n_features < 1:
-        raise RedthreadError(f"n_features must be a positive integer, got {n_features!r}")
+        raise InvalidValue(f"unknown regression kind {kind!r}; use one of {', '.join(KINDS)}")
+    check_int("n", n), check_int("n_features", n_features)
     if kind != "linear" and n_features != 1:
-        raise RedthreadError(f"the {kind} problem has one feature, got n_features={n_features}")
+        raise InvalidValue(f"the {kind} problem has one feature, got n_features={n_features}")
     noise = DEFAULT_NOISE[kind] if noise is None else noise
     if not noise >= 0:
-        raise RedthreadError(f"noise must be >= 0, got {noise}")
+        raise InvalidValue(f"noise must be >= 0, got {noise}")
     g = torch.Generator().manual_seed(seed)
     low, high = DOMAIN[kind]
 
@@ -156,7 +153,7 @@ class RegressionData:
         X_train = as_features(X_train, "X_train")
         X_val = as_features(X_val, "X_val", dtype=X_train.dtype)
         if X_val.shape[1] != X_train.shape[1]:
-            raise RedthreadError(f"X_train has {X_train.shape[1]} features but X_val has {X_val.shape[1]}")
+            raise InvalidValue(f"X_train has {X_train.shape[1]} features but X_val has {X_val.shape[1]}")
         y_train = as_targets(y_train, X_train.shape[0], "y_train")
         y_val = as_targets(y_val, X_val.shape[0], "y_val")
         if y_train.dtype.is_floating_point:  # real targets share the features' dtype, as the model does
@@ -170,14 +167,14 @@ class RegressionData:
         y = as_targets(y, X.shape[0])
         n_val = round(val_fraction * X.shape[0])
         if not 0 < val_fraction < 1 or n_val < 1 or n_val >= X.shape[0]:
-            raise RedthreadError(f"val_fraction={val_fraction} leaves an empty split of {X.shape[0]} examples")
+            raise InvalidValue(f"val_fraction={val_fraction} leaves an empty split of {X.shape[0]} examples")
         perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(seed))
         val, train = perm[:n_val], perm[n_val:]
         return cls(X[train], y[train], X[val], y[val])
 
     def split(self, name: str) -> tuple[Tensor, Tensor]:
         if name not in self.splits:
-            raise RedthreadError(f"unknown split {name!r}; use train or val")
+            raise InvalidValue(f"unknown split {name!r}; use train or val")
         return self.splits[name]
 
     def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:

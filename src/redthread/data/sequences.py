@@ -30,7 +30,7 @@ from redthread.data.corpus import check_regular_file
 from redthread.data.lm import EVAL_SEED
 from redthread.data.targets import IGNORE_INDEX
 from redthread.data.tokenizers import CharTokenizer, Tokenizer
-from redthread.errors import MissingFile, RedthreadError
+from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError, check_int
 
 SPLITS = ("train", "val")
 BOUNDARY_CHARS = (".", "\n")  # the boundary's character: makemore's '.', or a newline when '.' is data
@@ -56,10 +56,14 @@ class SequenceData:
         train_chars: int | None = None,
         val_chars: int | None = None,
     ):
-        if not isinstance(vocab_size, int) or vocab_size < 2:
-            raise RedthreadError(f"vocab_size must be an integer >= 2 (the boundary and one token), got {vocab_size!r}")
-        if not isinstance(boundary, int) or not 0 <= boundary < vocab_size:
-            raise RedthreadError(f"boundary must be a token id in 0..{vocab_size - 1}, got {boundary!r}")
+        if not isinstance(vocab_size, int):
+            raise InvalidType(f"vocab_size must be an integer >= 2 (the boundary and one token), got {vocab_size!r}")
+        if vocab_size < 2:
+            raise InvalidValue(f"vocab_size must be an integer >= 2 (the boundary and one token), got {vocab_size!r}")
+        if not isinstance(boundary, int):
+            raise InvalidType(f"boundary must be a token id in 0..{vocab_size - 1}, got {boundary!r}")
+        if not 0 <= boundary < vocab_size:
+            raise InvalidValue(f"boundary must be a token id in 0..{vocab_size - 1}, got {boundary!r}")
         self.vocab_size = vocab_size
         self.boundary = boundary
         self.end_token = bool(end_token)
@@ -91,7 +95,7 @@ class SequenceData:
 
     def _split(self, name: str) -> str:
         if name not in SPLITS:
-            raise RedthreadError(f"unknown split {name!r}; use train or val")
+            raise InvalidValue(f"unknown split {name!r}; use train or val")
         return name
 
     def n_sequences(self, split: str) -> int:
@@ -149,7 +153,7 @@ def load_lines(
     if path.exists() and not path.is_dir():
         check_regular_file(path, "lines file")  # a FIFO or a device would block or never end
     if not 0 < test_fraction < 1:
-        raise RedthreadError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction!r}")
+        raise InvalidValue(f"test_fraction must lie strictly between 0 and 1, got {test_fraction!r}")
     try:
         text = path.read_bytes().decode("utf-8-sig")  # -sig: a byte-order mark is not a character of line 1
     except FileNotFoundError:
@@ -158,20 +162,20 @@ def load_lines(
         raise RedthreadError(f"{path} is a folder, not a text file") from None
     except UnicodeDecodeError as e:
         line = _line_of(e.object, e.start)
-        raise RedthreadError(f"{path} is not UTF-8 text: invalid byte 0x{e.object[e.start]:02x} on line {line}") from None
+        raise InvalidValue(f"{path} is not UTF-8 text: invalid byte 0x{e.object[e.start]:02x} on line {line}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read {path}: {e.strerror or e}") from None
     lines = [line.rstrip() for line in text.split("\n")]
     while lines and not lines[-1]:
         lines.pop()
     if not lines:
-        raise RedthreadError(f"{path} holds no examples: it is empty or blank")
+        raise InvalidValue(f"{path} holds no examples: it is empty or blank")
     if "" in lines:
-        raise RedthreadError(f"{path} line {lines.index('') + 1} is blank: every line before the last example must hold one")
+        raise InvalidValue(f"{path} line {lines.index('') + 1} is blank: every line before the last example must hold one")
     n = len(lines)
     n_test = min(max_test, round(test_fraction * n))
     if not 1 <= n_test < n:
-        raise RedthreadError(
+        raise InvalidValue(
             f"{path} has {n} lines: too few to hold out a validation split with test_fraction={test_fraction}, max_test={max_test}"
         )
     chars = sorted(set("".join(lines)))
@@ -210,23 +214,22 @@ def _flatten(
     else:
         arrays = [np.asarray(s) for s in seqs]
         if any(a.ndim != 1 for a in arrays):
-            raise RedthreadError(f"every {split} sequence must be a 1-D array of token ids")
+            raise InvalidValue(f"every {split} sequence must be a 1-D array of token ids")
         lengths = np.array([len(a) for a in arrays], dtype=np.int64)
         tokens = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
     if len(lengths) == 0:
-        raise RedthreadError(f"the {split} split holds no sequences")
+        raise InvalidValue(f"the {split} split holds no sequences")
     if not end_token and lengths.min() == 0:
-        raise RedthreadError(f"the {split} split has an empty sequence: nothing to score without an end token")
+        raise InvalidValue(f"the {split} split has an empty sequence: nothing to score without an end token")
     if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
-        raise RedthreadError(f"{split} sequences must hold integer token ids, got {tokens.dtype}")
+        raise InvalidValue(f"{split} sequences must hold integer token ids, got {tokens.dtype}")
     tokens = tokens.astype(np.int64)
     if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise RedthreadError(f"{split} token ids must lie in 0..{vocab_size - 1}, got {tokens.min()}..{tokens.max()}")
+        raise InvalidValue(f"{split} token ids must lie in 0..{vocab_size - 1}, got {tokens.min()}..{tokens.max()}")
     if (tokens == boundary).any():
-        raise RedthreadError(f"a {split} sequence contains the boundary id {boundary}, which only marks start and end")
+        raise InvalidValue(f"a {split} sequence contains the boundary id {boundary}, which only marks start and end")
     return tokens, lengths
 
 
 def _check_batch_size(batch_size: int) -> None:
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise RedthreadError(f"batch_size must be a positive integer, got {batch_size!r}")
+    check_int("batch_size", batch_size)

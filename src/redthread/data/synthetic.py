@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from redthread.data.sequences import SequenceData
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError, check_int
 
 MAX_TABLE_ENTRIES = 1 << 24  # a Markov table of V**(order+1) float64 entries: 128 MiB at most
 STATIONARY_TOL = 1e-11  # L1 change between power-iteration steps at which the stationary distribution is taken
@@ -74,11 +74,11 @@ class SyntheticSource(ABC):
         try:
             seqs = np.asarray(sequences)
         except ValueError:
-            raise RedthreadError("bayes_nll needs sequences of one length") from None
+            raise InvalidValue("bayes_nll needs sequences of one length") from None
         if seqs.ndim != 2 or seqs.shape[0] == 0 or seqs.shape[1] == 0 or not np.issubdtype(seqs.dtype, np.integer):
-            raise RedthreadError(f"bayes_nll needs a non-empty (N, L) array of integer ids, got shape {seqs.shape} of {seqs.dtype}")
+            raise InvalidValue(f"bayes_nll needs a non-empty (N, L) array of integer ids, got shape {seqs.shape} of {seqs.dtype}")
         if seqs.min() < 0 or seqs.max() >= self.vocab_size:
-            raise RedthreadError(f"token ids must lie in 0..{self.vocab_size - 1}, got {seqs.min()}..{seqs.max()}")
+            raise InvalidValue(f"token ids must lie in 0..{self.vocab_size - 1}, got {seqs.min()}..{seqs.max()}")
         return seqs.astype(np.int64)
 
 
@@ -101,9 +101,9 @@ class MarkovSource(SyntheticSource):
                  hierarchy: float | None = None):
         _check_positive(order=order, vocab_size=vocab_size)
         if vocab_size < 2 or not concentration > 0:
-            raise RedthreadError(f"need vocab_size >= 2 and concentration > 0, got {vocab_size} and {concentration}")
+            raise InvalidValue(f"need vocab_size >= 2 and concentration > 0, got {vocab_size} and {concentration}")
         if vocab_size ** (order + 1) > MAX_TABLE_ENTRIES:
-            raise RedthreadError(f"a Markov table of vocab_size**(order + 1) = {vocab_size ** (order + 1)} entries is too large")
+            raise InvalidValue(f"a Markov table of vocab_size**(order + 1) = {vocab_size ** (order + 1)} entries is too large")
         self.order, self.vocab_size, self.concentration = order, vocab_size, concentration
         self.n_states = vocab_size**order
         rng = np.random.default_rng(seed)
@@ -112,7 +112,7 @@ class MarkovSource(SyntheticSource):
             self.transition = rng.dirichlet(np.full(vocab_size, concentration), size=self.n_states)  # (S, V)
         else:
             if not hierarchy > 0:
-                raise RedthreadError(f"hierarchy must be > 0, got {hierarchy!r}")
+                raise InvalidValue(f"hierarchy must be > 0, got {hierarchy!r}")
             table = rng.dirichlet(np.full(vocab_size, concentration))[None]  # (1, V): no context
             for _j in range(1, order + 1):
                 parent = np.tile(table, (vocab_size, 1))  # (V**j, V): context c refines row c % V**(j-1)
@@ -187,7 +187,7 @@ class HMMSource(SyntheticSource):
     def __init__(self, n_states: int = 8, vocab_size: int = 16, concentration: float = 0.3, seed: int = 0):
         _check_positive(n_states=n_states, vocab_size=vocab_size)
         if vocab_size < 2 or not concentration > 0:
-            raise RedthreadError(f"need vocab_size >= 2 and concentration > 0, got {vocab_size} and {concentration}")
+            raise InvalidValue(f"need vocab_size >= 2 and concentration > 0, got {vocab_size} and {concentration}")
         self.n_states, self.vocab_size, self.concentration = n_states, vocab_size, concentration
         rng = np.random.default_rng(seed)
         tiny = np.finfo(np.float64).tiny
@@ -234,7 +234,7 @@ class RecallSource(SyntheticSource):
     def __init__(self, distance: int = 8, p: float = 0.9, vocab_size: int = 16):
         _check_positive(distance=distance, vocab_size=vocab_size)
         if vocab_size < 2 or not 0 <= p <= 1:
-            raise RedthreadError(f"need vocab_size >= 2 and 0 <= p <= 1, got {vocab_size} and {p}")
+            raise InvalidValue(f"need vocab_size >= 2 and 0 <= p <= 1, got {vocab_size} and {p}")
         self.distance, self.p, self.vocab_size = distance, p, vocab_size
 
     def sample(self, n_sequences: int, length: int, seed: int = 0) -> np.ndarray:
@@ -269,5 +269,4 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 def _check_positive(**values: int) -> None:
     for name, value in values.items():
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise RedthreadError(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, value)

@@ -32,7 +32,7 @@ import numpy as np
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue
 
 KINDS = ("char", "bpe")
 DEFAULT_BPE_VOCAB_SIZE = 1024
@@ -92,9 +92,9 @@ class CharTokenizer(Tokenizer):
     def __init__(self, chars: str):
         chars = "".join(chars)
         if not chars:
-            raise RedthreadError("a character tokenizer needs at least one character")
+            raise InvalidValue("a character tokenizer needs at least one character")
         if len(set(chars)) != len(chars):
-            raise RedthreadError("a character tokenizer's characters must be distinct")
+            raise InvalidValue("a character tokenizer's characters must be distinct")
         self.chars = chars
         codes = _utf32_codes(chars)
         # code point -> id, -1 for characters outside the vocabulary; the last entry stands
@@ -108,7 +108,7 @@ class CharTokenizer(Tokenizer):
     def from_text(cls, text: str) -> CharTokenizer:
         """The vocabulary of `text`: its distinct characters, sorted by code point."""
         if not text:
-            raise RedthreadError("cannot build a character tokenizer from empty text")
+            raise InvalidValue("cannot build a character tokenizer from empty text")
         return cls("".join(sorted(set(text))))
 
     @property
@@ -123,13 +123,13 @@ class CharTokenizer(Tokenizer):
         if space is in the vocabulary, else id 0).
         """
         if errors not in ("strict", "replace"):
-            raise RedthreadError(f"errors must be 'strict' or 'replace', got {errors!r}")
+            raise InvalidValue(f"errors must be 'strict' or 'replace', got {errors!r}")
         codes = _utf32_codes(text)
         ids = self._lookup[np.minimum(codes, len(self._lookup) - 1)]
         known = ids >= 0
         if not known.all():
             if errors == "strict":
-                raise RedthreadError(_unseen_message(codes[~known]))
+                raise InvalidValue(_unseen_message(codes[~known]))
             ids[~known] = self.replacement_id
         return ids.astype(_id_dtype(self.vocab_size))
 
@@ -157,7 +157,7 @@ class BPETokenizer(Tokenizer):
     def train(cls, text: str, vocab_size: int = DEFAULT_BPE_VOCAB_SIZE) -> BPETokenizer:
         """Learn up to `vocab_size - 256` merges on `text`, on top of the 256 byte tokens."""
         if not text:
-            raise RedthreadError("cannot train a BPE tokenizer on empty text")
+            raise InvalidValue("cannot train a BPE tokenizer on empty text")
         return cls.train_from_pieces([text], vocab_size)
 
     @classmethod
@@ -213,17 +213,20 @@ class BPETokenizer(Tokenizer):
 
 
 def check_bpe_vocab_size(vocab_size) -> None:
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or not N_BYTES <= vocab_size <= MAX_BPE_VOCAB_SIZE:
-        raise RedthreadError(f"a byte-level BPE vocab_size must be an integer from {N_BYTES} (the bytes) "
-                             f"to {MAX_BPE_VOCAB_SIZE:,} (2**20), got {vocab_size!r}")
+    message = (f"a byte-level BPE vocab_size must be an integer from {N_BYTES} (the bytes) "
+               f"to {MAX_BPE_VOCAB_SIZE:,} (2**20), got {vocab_size!r}")
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise InvalidType(message)
+    if not N_BYTES <= vocab_size <= MAX_BPE_VOCAB_SIZE:
+        raise InvalidValue(message)
 
 
 def check_tokenizer_request(kind: str, vocab_size: int | None = None) -> None:
     """Refuse what `train_tokenizer(kind, ..., vocab_size)` would refuse, before any text is read."""
     if kind not in KINDS:
-        raise RedthreadError(f"unknown tokenizer kind {kind!r}: expected one of {', '.join(KINDS)}")
+        raise InvalidValue(f"unknown tokenizer kind {kind!r}: expected one of {', '.join(KINDS)}")
     if kind == "char" and vocab_size is not None:
-        raise RedthreadError(f"a vocab_size ({vocab_size}) is a BPE setting: the character tokenizer's vocabulary "
+        raise InvalidValue(f"a vocab_size ({vocab_size}) is a BPE setting: the character tokenizer's vocabulary "
                              "is the corpus's alphabet (use --tokenizer bpe, or drop --vocab-size)")
     if kind == "bpe" and vocab_size is not None:
         check_bpe_vocab_size(vocab_size)
@@ -240,7 +243,7 @@ def train_tokenizer(kind: str, text: str, vocab_size: int | None = None) -> Toke
         return CharTokenizer.from_text(text)
     if kind == "bpe":
         return BPETokenizer.train(text, DEFAULT_BPE_VOCAB_SIZE if vocab_size is None else vocab_size)
-    raise RedthreadError(f"unknown tokenizer kind {kind!r}: expected one of {', '.join(KINDS)}")
+    raise InvalidValue(f"unknown tokenizer kind {kind!r}: expected one of {', '.join(KINDS)}")
 
 
 def tokenizer_from_json(s: str) -> Tokenizer:
@@ -248,7 +251,7 @@ def tokenizer_from_json(s: str) -> Tokenizer:
     try:
         obj = json.loads(s)
     except (json.JSONDecodeError, TypeError) as e:
-        raise RedthreadError(f"tokenizer JSON is corrupt: {e}") from None
+        raise InvalidValue(f"tokenizer JSON is corrupt: {e}") from None
     kind = obj.get("kind") if isinstance(obj, dict) else None
     if kind == "char" and isinstance(obj.get("chars"), str):
         return CharTokenizer(obj["chars"])
@@ -256,8 +259,8 @@ def tokenizer_from_json(s: str) -> Tokenizer:
         try:
             return BPETokenizer(HFTokenizer.from_str(obj["tokenizer"]))
         except Exception as e:  # the Rust side raises a bare Exception on bad JSON
-            raise RedthreadError(f"tokenizer JSON is corrupt: bad BPE tokenizer ({e})") from None
-    raise RedthreadError(f"tokenizer JSON is corrupt: expected kind 'char' with 'chars' or 'bpe' with 'tokenizer', got kind {kind!r}")
+            raise InvalidValue(f"tokenizer JSON is corrupt: bad BPE tokenizer ({e})") from None
+    raise InvalidValue(f"tokenizer JSON is corrupt: expected kind 'char' with 'chars' or 'bpe' with 'tokenizer', got kind {kind!r}")
 
 
 def _utf32_codes(text: str) -> np.ndarray:
@@ -287,9 +290,9 @@ def _as_id_array(ids: Any, vocab_size: int) -> np.ndarray:
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
     if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise RedthreadError(f"decode needs a 1-D sequence of integer ids, got shape {arr.shape} of {arr.dtype}")
+        raise InvalidValue(f"decode needs a 1-D sequence of integer ids, got shape {arr.shape} of {arr.dtype}")
     if arr.min() < 0 or arr.max() >= vocab_size:
-        raise RedthreadError(f"token id out of range: ids must lie in 0..{vocab_size - 1}, got {arr.min()}..{arr.max()}")
+        raise InvalidValue(f"token id out of range: ids must lie in 0..{vocab_size - 1}, got {arr.min()}..{arr.max()}")
     return arr.astype(np.int64)
 
 

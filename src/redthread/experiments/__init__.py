@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 import torch
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 
 EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted module path (one of your own)
     "regression": "regression",
@@ -63,7 +63,7 @@ def available() -> list[str]:
 
 def load(name: str):
     if name not in EXPERIMENTS or name not in available():
-        raise RedthreadError(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
+        raise InvalidValue(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
     return importlib.import_module(module_path(name))
 
 

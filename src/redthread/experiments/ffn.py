@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from redthread.data.synthetic import SyntheticSource
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.experiments.report import Report
 from redthread.models.regression import SoftmaxRegression
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -53,7 +53,7 @@ class RuleSource(SyntheticSource):
 
     def __init__(self, vocab_size: int = VOCAB, a: int = A_LAG, b: int = B_LAG, p: float = P_RULE, seed: int = 0):
         if not (0 < a < b and 0 <= p <= 1):
-            raise RedthreadError(f"need 0 < a < b and 0 <= p <= 1, got a={a}, b={b}, p={p}")
+            raise InvalidValue(f"need 0 < a < b and 0 <= p <= 1, got a={a}, b={b}, p={p}")
         self.vocab_size, self.a, self.b, self.p = vocab_size, a, b, p
         self.table = np.random.default_rng(seed).integers(vocab_size, size=(vocab_size, vocab_size))  # (V, V): f
 

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from redthread.data.synthetic import SyntheticSource
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -60,7 +60,7 @@ class TwoLagSource(SyntheticSource):
     def __init__(self, vocab_size: int = VOCAB, near: int = NEAR, far: int = FAR, p_near: float = P_NEAR,
                  p_far: float = P_FAR, seed: int = 0):
         if not (0 < near < far and p_near >= 0 and p_far >= 0 and p_near + p_far <= 1):
-            raise RedthreadError(f"need 0 < near < far and p_near + p_far <= 1, got {near}, {far}, {p_near}, {p_far}")
+            raise InvalidValue(f"need 0 < near < far and p_near + p_far <= 1, got {near}, {far}, {p_near}, {p_far}")
         self.vocab_size, self.near, self.far, self.p_near, self.p_far = vocab_size, near, far, p_near, p_far
         self.perm = np.random.default_rng(seed).permutation(vocab_size)  # (V,): pi
 

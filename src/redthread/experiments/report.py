@@ -25,7 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError
 from redthread.files import atomic_write, atomic_write_text
 
 HOLDS, FAILS = "holds", "does not hold"
@@ -85,7 +85,7 @@ class Report:
     def table(self, header: list[str], rows: list[list], title: str) -> None:
         """A Markdown table; its rows also go to report.json under tables[title]."""
         if title in self.numbers.setdefault("tables", {}):
-            raise RedthreadError(f"table {title!r} added twice")
+            raise InvalidValue(f"table {title!r} added twice")
         self.numbers["tables"][title] = {"header": header, "rows": _plain(rows)}
         lines = [f"### {title}", "", "| " + " | ".join(_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
@@ -96,7 +96,7 @@ class Report:
 
     def figure(self, stem: str, fig: plt.Figure, caption: str = "") -> None:
         if stem in self.figures:
-            raise RedthreadError(f"figure {stem!r} added twice")
+            raise InvalidValue(f"figure {stem!r} added twice")
         self.figures[stem] = fig
         self.sections.append(f"![{caption or stem}]({stem}.png)" + (f"\n\n*{caption}*" if caption else ""))
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue
+from redthread.errors import InvalidValue, check_int
 from redthread.generate.config import SampleConfig
 from redthread.generate.processors import sample_next
 from redthread.layers.attention import RECORDER
@@ -64,10 +64,8 @@ def generate_stream(
         idx = idx[None]
     if idx.dim() != 2 or idx.size(1) == 0:
         raise InvalidValue("the prompt must contain at least one token")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise InvalidValue(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise InvalidValue(f"num_samples must be a positive integer, got {num_samples!r}")
+    check_int("max_new_tokens", max_new_tokens, minimum=0)
+    check_int("num_samples", num_samples)
     vocab_size = model.cfg.vocab_size
     if idx.min() < 0 or idx.max() >= vocab_size:
         raise InvalidValue(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from redthread.data.pretrained_tokenizer import FILENAME as TOKENIZER_FILE
 from redthread.data.pretrained_tokenizer import hf_tokenizer_json
 from redthread.data.tokenizers import Tokenizer
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_writable
 from redthread.models.registry import load_weights
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
@@ -115,8 +115,8 @@ def from_pretrained(folder: str | os.PathLike) -> nn.Module:
     family = model_family(hf, folder)
     try:
         cfg = bert_config(hf) if family == "bert" else gpt2_config(hf)
-    except RedthreadError as e:
-        raise RedthreadError(f"{folder / CONFIG_FILE}: {e}") from None
+    except RedthreadError as e:  # the same kind of error, now naming the file
+        raise type(e)(f"{folder / CONFIG_FILE}: {e}") from None
     model = Encoder(cfg) if family == "bert" else TransformerLM(cfg)
     source = str(folder / WEIGHTS_FILE)
     state = to_redthread(read_tensors(folder), BERT if family == "bert" else GPT2, source)
@@ -130,16 +130,16 @@ def from_pretrained(folder: str | os.PathLike) -> nn.Module:
 
 def read_config(folder: Path) -> dict:
     if not folder.is_dir():
-        raise RedthreadError(f"no pretrained model folder at {folder}")
+        raise MissingFile(f"no pretrained model folder at {folder}")
     path = folder / CONFIG_FILE
     if not path.is_file():
-        raise RedthreadError(f"{folder} has no {CONFIG_FILE}: a Hugging Face model folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
+        raise MissingFile(f"{folder} has no {CONFIG_FILE}: a Hugging Face model folder holds {CONFIG_FILE} and {WEIGHTS_FILE}")
     try:
         hf = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RedthreadError(f"corrupt {path}: {e}") from None
+        raise InvalidValue(f"corrupt {path}: {e}") from None
     if not isinstance(hf, dict):
-        raise RedthreadError(f"corrupt {path}: expected a JSON object")
+        raise InvalidValue(f"corrupt {path}: expected a JSON object")
     return hf
 
 
@@ -150,30 +150,30 @@ def model_family(hf: dict, folder: Path) -> str:
         arch = str(hf["architectures"][0]).lower()
         kind = next((f for f in ("bert", "gpt2") if arch.startswith(f)), arch)
     if kind not in ("bert", "gpt2"):
-        raise RedthreadError(f"{folder}: unsupported architecture '{kind}'; supported: {SUPPORTED}")
+        raise InvalidValue(f"{folder}: unsupported architecture '{kind}'; supported: {SUPPORTED}")
     return kind
 
 
 def read_tensors(folder: Path) -> dict[str, Tensor]:
     path = folder / WEIGHTS_FILE
     if not path.is_file():
-        raise RedthreadError(f"{folder} has no {WEIGHTS_FILE} (pytorch_model.bin and sharded checkpoints are not read)")
+        raise MissingFile(f"{folder} has no {WEIGHTS_FILE} (pytorch_model.bin and sharded checkpoints are not read)")
     try:
         return load_file(str(path), device="cpu")
     except Exception as e:  # noqa: BLE001 - safetensors raises several types for truncated or garbled files
-        raise RedthreadError(f"corrupt or truncated {path}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
+        raise InvalidValue(f"corrupt or truncated {path}: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
 
 
 def _setting(hf: dict, key: str, default, supported: tuple):
     value = hf.get(key, default)
     if value not in supported:
-        raise RedthreadError(f"unsupported {key} {value!r}; supported: {', '.join(map(str, supported))}")
+        raise InvalidValue(f"unsupported {key} {value!r}; supported: {', '.join(map(str, supported))}")
     return value
 
 
 def _required(hf: dict, key: str):
     if key not in hf:
-        raise RedthreadError(f"missing {key!r}")
+        raise InvalidValue(f"missing {key!r}")
     return hf[key]
 
 
@@ -246,7 +246,7 @@ def to_redthread(tensors: dict[str, Tensor], keys: KeyMap, source: str) -> dict[
             continue  # load_weights names it as missing
         if len({p.shape for p in parts.values()}) > 1:
             shapes = ", ".join(str(tuple(parts[k].shape)) for k in range(3))
-            raise RedthreadError(f"{source} does not fit the model: query, key and value of {name} have shapes {shapes}")
+            raise InvalidValue(f"{source} does not fit the model: query, key and value of {name} have shapes {shapes}")
         state[name] = torch.cat([parts[k] for k in range(3)]).float()  # [W_q; W_k; W_v]
     return state
 
@@ -265,7 +265,7 @@ def resolve_pretrained(name_or_folder: str | os.PathLike) -> Path:
         return Path(package.get_model_path())
     if Path(name).is_dir():
         return Path(name)
-    raise RedthreadError(f"unknown pretrained model {name!r}: not a folder, nor one of: {', '.join(PRETRAINED)}")
+    raise MissingFile(f"unknown pretrained model {name!r}: not a folder, nor one of: {', '.join(PRETRAINED)}")
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def export_gpt2(
         raise RedthreadError(f"{folder} is not empty: pass overwrite=True to replace its files")
     check_writable(folder, "export folder")
     if tokenizer is not None and tokenizer.vocab_size > cfg.vocab_size:
-        raise RedthreadError(f"the tokenizer has {tokenizer.vocab_size} tokens, the model only {cfg.vocab_size}")
+        raise InvalidValue(f"the tokenizer has {tokenizer.vocab_size} tokens, the model only {cfg.vocab_size}")
     tokenizer_json = None if tokenizer is None else hf_tokenizer_json(tokenizer)
     tensors = gpt2_tensors(model)
     config = {
@@ -322,16 +322,16 @@ def export_gpt2(
 def exportable_config(model: nn.Module) -> TransformerConfig:
     """The model's config if GPT-2 can hold the model exactly; otherwise a one-line reason why not."""
     if not isinstance(model, TransformerLM):
-        raise RedthreadError(f"export_gpt2 writes a TransformerLM, got {type(model).__name__}")
+        raise InvalidType(f"export_gpt2 writes a TransformerLM, got {type(model).__name__}")
     cfg = model.cfg
     if any(block.cross_attn is not None for block in model.blocks):
-        raise RedthreadError("cannot export a decoder with cross-attention to GPT-2: GPT-2 is decoder-only")
+        raise InvalidValue("cannot export a decoder with cross-attention to GPT-2: GPT-2 is decoder-only")
     if cfg.norm != "pre":
-        raise RedthreadError("cannot export a post-norm model to GPT-2: GPT-2 normalises before each sublayer (pre-norm)")
+        raise InvalidValue("cannot export a post-norm model to GPT-2: GPT-2 normalises before each sublayer (pre-norm)")
     if cfg.pos == "rope":
-        raise RedthreadError("cannot export pos='rope' to GPT-2: GPT-2 adds positions to the embeddings, it does not rotate q and k")
+        raise InvalidValue("cannot export pos='rope' to GPT-2: GPT-2 adds positions to the embeddings, it does not rotate q and k")
     if cfg.type_vocab_size or cfg.embed_norm:
-        raise RedthreadError("cannot export token-type embeddings or an embedding LayerNorm to GPT-2: it has neither")
+        raise InvalidValue("cannot export token-type embeddings or an embedding LayerNorm to GPT-2: it has neither")
     return cfg
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue
+from redthread.errors import InvalidValue, check_int
 from redthread.layers.blocks import NORMS, DecoderBlock, DecodeStep, EncoderBlock, LayerCache
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
@@ -62,8 +62,8 @@ class TransformerConfig(ConfigMixin):
         check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")
         if self.d_model % self.n_head != 0:
             raise InvalidValue(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
-        if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
-            raise InvalidValue(f"d_ff must be a positive integer, got {self.d_ff!r}")
+        if self.d_ff is not None:
+            check_int("d_ff", self.d_ff)
         check_dropout(self.dropout)
         if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
             raise InvalidValue(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue
+from redthread.errors import InvalidValue, check_int
 from redthread.layers.blocks import EncoderBlock
 from redthread.layers.positional import sinusoidal_table
 from redthread.models.base import Classifier
@@ -61,8 +61,8 @@ class ViTConfig(ConfigMixin):
             raise InvalidValue(f"patch_size {self.patch_size} does not divide the image size {self.image_size}")
         if self.d_model % self.n_head != 0:
             raise InvalidValue(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
-        if self.d_ff is not None and (not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1):
-            raise InvalidValue(f"d_ff must be a positive integer, got {self.d_ff!r}")
+        if self.d_ff is not None:
+            check_int("d_ff", self.d_ff)
         check_dropout(self.dropout)
         for name, allowed in (("pool", POOLS), ("pos", VIT_POSITIONAL)):
             if getattr(self, name) not in allowed:

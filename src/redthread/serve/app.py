@@ -47,7 +47,7 @@ from pydantic_core import PydanticCustomError
 from safetensors import safe_open
 from starlette.exceptions import HTTPException
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError
 from redthread.generate.config import SampleConfig
 from redthread.viz.inspector import MAX_CANDIDATES, ImageInspector, Inspector, check_text, load_inspector
 
@@ -297,7 +297,7 @@ class ModelPool:
 
     def __init__(self, workers: int, queue: int, time_limit: float):
         if workers < 1 or queue < 0 or not time_limit > 0:
-            raise RedthreadError(f"the model pool needs workers >= 1, queue >= 0 and a time limit > 0, "
+            raise InvalidValue(f"the model pool needs workers >= 1, queue >= 0 and a time limit > 0, "
                                  f"got {workers}, {queue}, {time_limit}")
         self.workers, self.queue, self.time_limit = workers, queue, time_limit
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="redthread-serve")

@@ -35,7 +35,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
-from redthread.errors import MissingFile, RedthreadError
+from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, irregular_kind
 from redthread.models.registry import MODELS, build_model, load_weights
 
@@ -83,7 +83,7 @@ class Checkpoint:
         }
         missing = [what for what, lacks in lacking.items() if lacks]
         if missing:
-            raise RedthreadError(f"{self.path} has no {missing[0]}: it cannot be resumed exactly; start a new run "
+            raise InvalidValue(f"{self.path} has no {missing[0]}: it cannot be resumed exactly; start a new run "
                                  "(--overwrite), or sample and evaluate this one as it is")
         if optimizer is not None:
             _check_optimizer_fits(self.path, self.optimizer_state, optimizer)
@@ -136,7 +136,7 @@ def save_checkpoint(
     path = checkpoint_path(path)
     model_class = type(model).__name__
     if model_class not in MODELS:
-        raise RedthreadError(f"cannot checkpoint {model_class}: not in redthread.models.registry")
+        raise InvalidType(f"cannot checkpoint {model_class}: not in redthread.models.registry")
     tensors, aliases = _model_tensors(model)
     meta = {
         "format": FORMAT,
@@ -205,8 +205,8 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     )
 
 
-def _corrupt(path: Path, what: str) -> RedthreadError:
-    return RedthreadError(f"corrupt checkpoint {path}: {what}")
+def _corrupt(path: Path, what: str) -> InvalidValue:
+    return InvalidValue(f"corrupt checkpoint {path}: {what}")
 
 
 def _first_line(error: BaseException) -> str:
@@ -250,13 +250,13 @@ def _read_file(path: Path) -> tuple[dict[str, str], dict[str, torch.Tensor]]:
         with safe_open(str(path), framework="pt", device="cpu") as f:
             meta = f.metadata() or {}
             if meta.get("format") != FORMAT:
-                raise RedthreadError(f"{path} is not a redthread checkpoint "
+                raise InvalidValue(f"{path} is not a redthread checkpoint "
                                      f"(metadata 'format' is {_show(meta.get('format'))}, not {FORMAT!r})")
             tensors = {k: f.get_tensor(k) for k in f.keys()}
     except RedthreadError:
         raise
     except Exception as e:  # safetensors raises several types for truncated or garbled files
-        raise RedthreadError(f"corrupt or truncated checkpoint {path}: {_first_line(e)}") from None
+        raise InvalidValue(f"corrupt or truncated checkpoint {path}: {_first_line(e)}") from None
     return meta, tensors
 
 
@@ -348,7 +348,7 @@ def _build_model(path: Path, model_class: str, config: dict, state: dict[str, to
 
 def _check_weights_fit(path: Path, own: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> None:
     """The stored weights are the model's: the same names, shapes and kinds (floating point or not)."""
-    def refuse(what: str) -> RedthreadError:
+    def refuse(what: str) -> InvalidValue:
         return _corrupt(path, f"the tensors do not fit the model of metadata 'config': {what}")
 
     missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
@@ -414,7 +414,7 @@ def _check_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
         elif not key.startswith("model.") or key == "model.":
             raise _corrupt(path, f"tensor {key!r} is none of model.<name>, optim.<index>.<name>, rng.<name>")
         if not key.startswith("rng.") and t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            raise RedthreadError(f"{path}: tensor {key!r} holds NaN or infinite values (a diverged or damaged run); "
+            raise InvalidValue(f"{path}: tensor {key!r} holds NaN or infinite values (a diverged or damaged run); "
                                  "it cannot be used")
 
 
@@ -490,8 +490,8 @@ def _optimizer_state(path: Path, meta: dict[str, str], tensors: dict[str, torch.
 def _check_optimizer_fits(path: Path | None, state: dict, optimizer: torch.optim.Optimizer) -> None:
     """The saved state fits `optimizer`: as many groups, as many parameters in each, hyperparameters
     of the same kinds, and every moment the shape of its parameter."""
-    def refuse(what: str) -> RedthreadError:
-        return RedthreadError(f"{path}: metadata 'optimizer' does not fit this optimizer: {what}")
+    def refuse(what: str) -> InvalidValue:
+        return InvalidValue(f"{path}: metadata 'optimizer' does not fit this optimizer: {what}")
 
     saved, live = state["param_groups"], optimizer.param_groups
     if len(saved) != len(live):

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 
 
 def world_size() -> int:
@@ -56,14 +56,14 @@ def setup(device: torch.device) -> torch.device:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if device.type == "cuda":
         if device.index is not None:
-            raise RedthreadError(f"under torchrun each process uses cuda:LOCAL_RANK: pass --device cuda, not {device}")
+            raise InvalidValue(f"under torchrun each process uses cuda:LOCAL_RANK: pass --device cuda, not {device}")
         if local_rank >= torch.cuda.device_count():
-            raise RedthreadError(f"process {local_rank} on this node has no GPU: {torch.cuda.device_count()} GPUs, "
+            raise InvalidValue(f"process {local_rank} on this node has no GPU: {torch.cuda.device_count()} GPUs, "
                                  f"so use --nproc_per_node={torch.cuda.device_count()} at most")
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     elif device.type != "cpu":
-        raise RedthreadError(f"distributed training runs on cpu (gloo) or cuda (NCCL), not {device.type}")
+        raise InvalidValue(f"distributed training runs on cpu (gloo) or cuda (NCCL), not {device.type}")
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         atexit.register(shutdown)
@@ -205,7 +205,7 @@ def own_rng(saved: dict[str, Tensor]) -> dict[str, Tensor]:
     """This rank's RNG states from a checkpoint written by `gather_rng`."""
     saved_world = int(saved["world_size"]) if "world_size" in saved else 1
     if saved_world != world_size():
-        raise RedthreadError(f"the run was trained by {saved_world} process(es), this is {world_size()}: "
+        raise InvalidValue(f"the run was trained by {saved_world} process(es), this is {world_size()}: "
                              f"resume it with {saved_world} process(es) in all")
     if rank() == 0:
         return {k: v for k, v in saved.items() if "." not in k and k != "world_size"}

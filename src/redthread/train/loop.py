@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue, RedthreadError
+from redthread.errors import InvalidValue, RedthreadError, check_int
 from redthread.files import atomic_write, atomic_write_text
 from redthread.models.base import model_device, resolve_device
 from redthread.models.likelihoods import perplexity, scored, token_nll
@@ -90,12 +90,9 @@ class TrainConfig:
     peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
 
     def __post_init__(self):
-        for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval"):
-            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
-                raise InvalidValue(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        for name in ("warmup_iters", "eval_batches"):
-            if not _is_int(getattr(self, name)) or getattr(self, name) < (name == "eval_batches"):
-                raise InvalidValue(f"{name} must be an integer >= {int(name == 'eval_batches')}, got {getattr(self, name)!r}")
+        for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval", "eval_batches"):
+            check_int(name, getattr(self, name))
+        check_int("warmup_iters", self.warmup_iters, minimum=0)
         for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip"):
             if not _is_finite(getattr(self, name)):
                 raise InvalidValue(f"{name} must be a finite number, got {getattr(self, name)!r}")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -58,20 +58,20 @@ def has_bf16_tensor_cores(device: torch.device) -> bool:
 def choose_precision(requested: str, device: torch.device) -> Precision:
     """The precision to train in on `device`; asking for one the device cannot do is a RedthreadError."""
     if requested not in PRECISIONS:
-        raise RedthreadError(f"precision must be one of {', '.join(PRECISIONS)}; got {requested!r}")
+        raise InvalidValue(f"precision must be one of {', '.join(PRECISIONS)}; got {requested!r}")
     if device.type == "cuda":
         bf16 = has_bf16_tensor_cores(device)
         if requested == "auto":
             return Precision("bf16" if bf16 else "fp16", "cuda")
         if requested == "bf16" and not bf16:
             name = torch.cuda.get_device_name(device)
-            raise RedthreadError(f"{name} has no bf16 tensor cores (compute capability < 8.0): use --precision fp16 or fp32")
+            raise InvalidValue(f"{name} has no bf16 tensor cores (compute capability < 8.0): use --precision fp16 or fp32")
         return Precision(requested, "cuda")
     if requested in ("auto", "fp32"):
         return Precision("fp32", device.type)
     if requested == "bf16" and device.type == "cpu":
         return Precision("bf16", "cpu")
-    raise RedthreadError(f"--precision {requested} needs a CUDA GPU; on {device.type} use fp32"
+    raise InvalidValue(f"--precision {requested} needs a CUDA GPU; on {device.type} use fp32"
                          + (" or bf16" if device.type == "cpu" else ""))
 
 

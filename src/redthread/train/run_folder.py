@@ -25,7 +25,7 @@ import os
 import shutil
 from pathlib import Path
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, MissingFile, RedthreadError
 from redthread.files import check_writable, reason, temporary_files
 from redthread.train import distributed
 from redthread.train.checkpoint import FILENAME
@@ -39,7 +39,7 @@ class RunFolder:
     def __init__(self, out: str | os.PathLike, resume: bool = False, overwrite: bool = False):
         self.out = Path(out)
         if resume and overwrite:
-            raise RedthreadError("--resume and --overwrite contradict each other: pick one")
+            raise InvalidValue("--resume and --overwrite contradict each other: pick one")
         if self.out.exists() and not self.out.is_dir():
             raise RedthreadError(f"output path {self.out} exists and is not a folder")
         self.staging = self.out.parent / f".{self.out.name}.overwrite"
@@ -49,7 +49,7 @@ class RunFolder:
             self._recover()
         holds_run = (self.out / FILENAME).is_file()
         if resume and not holds_run:
-            raise RedthreadError(f"nothing to resume: no {FILENAME} in {self.out}")
+            raise MissingFile(f"nothing to resume: no {FILENAME} in {self.out}")
         if holds_run and not resume and not overwrite:
             raise RedthreadError(f"output folder {self.out} already holds a run: pass --resume to continue it "
                                  f"or --overwrite to replace it")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue
 from redthread.files import atomic_write_text
 
 KINDS = ("encoder", "decoder", "cross")
@@ -89,54 +89,58 @@ def write_explorer(payload: dict, path: str | os.PathLike) -> Path:
 def _check_payload(payload) -> dict:
     """A clean copy of the payload, or RedthreadError naming the first problem."""
     if not isinstance(payload, dict):
-        raise RedthreadError(f"explorer payload must be a dict, got {type(payload).__name__}")
+        raise InvalidType(f"explorer payload must be a dict, got {type(payload).__name__}")
     _check_keys(payload, {"title", "model", "tabs"}, {"notice"}, "explorer payload")
     for name in ("title", "model"):
         if not isinstance(payload[name], str):
-            raise RedthreadError(f"explorer payload {name!r} must be a string, got {type(payload[name]).__name__}")
+            raise InvalidType(f"explorer payload {name!r} must be a string, got {type(payload[name]).__name__}")
     notice = payload.get("notice")
     if notice is not None and not isinstance(notice, str):
-        raise RedthreadError(f"explorer payload 'notice' must be a string or None, got {type(notice).__name__}")
+        raise InvalidType(f"explorer payload 'notice' must be a string or None, got {type(notice).__name__}")
     tabs = payload["tabs"]
-    if not isinstance(tabs, list) or not tabs:
-        raise RedthreadError("explorer payload 'tabs' must be a non-empty list")
+    if not isinstance(tabs, list):
+        raise InvalidType("explorer payload 'tabs' must be a non-empty list")
+    if not tabs:
+        raise InvalidValue("explorer payload 'tabs' must be a non-empty list")
     tabs = [_check_tab(tab, i) for i, tab in enumerate(tabs)]
     kinds = [tab["kind"] for tab in tabs]
     if len(set(kinds)) != len(kinds):
-        raise RedthreadError(f"explorer payload has a kind twice in its tabs: {kinds}")
+        raise InvalidValue(f"explorer payload has a kind twice in its tabs: {kinds}")
     return {"title": payload["title"], "model": payload["model"], "notice": notice, "tabs": tabs}
 
 
 def _check_tab(tab, i: int) -> dict:
     where = f"explorer tab {i}"
     if not isinstance(tab, dict):
-        raise RedthreadError(f"{where} must be a dict, got {type(tab).__name__}")
+        raise InvalidType(f"{where} must be a dict, got {type(tab).__name__}")
     _check_keys(tab, {"kind", "queries", "keys", "weights"}, {"image"}, where)
     if tab["kind"] not in KINDS:
-        raise RedthreadError(f"{where} has unknown kind {tab['kind']!r}; kinds: {', '.join(KINDS)}")
+        raise InvalidValue(f"{where} has unknown kind {tab['kind']!r}; kinds: {', '.join(KINDS)}")
     where = f"explorer tab {i} ({tab['kind']})"
     for name in ("queries", "keys"):
         tokens = tab[name]
-        if not isinstance(tokens, list) or not tokens:
-            raise RedthreadError(f"{where} {name!r} must be a non-empty list of strings")
+        if not isinstance(tokens, list):
+            raise InvalidType(f"{where} {name!r} must be a non-empty list of strings")
+        if not tokens:
+            raise InvalidValue(f"{where} {name!r} must be a non-empty list of strings")
         if not all(isinstance(t, str) for t in tokens):
-            raise RedthreadError(f"{where} {name!r} must hold strings only")
+            raise InvalidType(f"{where} {name!r} must hold strings only")
     T, S = len(tab["queries"]), len(tab["keys"])
     try:
         att = np.asarray(tab["weights"])  # (L, H, T, S)
     except ValueError:  # ragged nesting
-        raise RedthreadError(f"{where} 'weights' is ragged; expected L x H x T={T} x S={S} numbers") from None
+        raise InvalidValue(f"{where} 'weights' is ragged; expected L x H x T={T} x S={S} numbers") from None
     if att.ndim != 4 or att.shape[2:] != (T, S) or 0 in att.shape:
-        raise RedthreadError(f"{where} 'weights' has shape {att.shape}; expected (L, H, T={T}, S={S})")
+        raise InvalidValue(f"{where} 'weights' has shape {att.shape}; expected (L, H, T={T}, S={S})")
     if att.dtype.kind not in "iuf":
-        raise RedthreadError(f"{where} 'weights' must hold numbers, got dtype {att.dtype}")
+        raise InvalidType(f"{where} 'weights' must hold numbers, got dtype {att.dtype}")
     att = att.astype(np.float64)
     if not np.isfinite(att).all() or att.min() < 0 or att.max() > 1 + 1e-3:
-        raise RedthreadError(f"{where} 'weights' must be finite and within [0, 1]")
+        raise InvalidValue(f"{where} 'weights' must be finite and within [0, 1]")
     # rows are distributions over keys; rounding each weight to DECIMALS may move a sum by S/2 units
     worst = np.abs(att.sum(-1) - 1).max()
     if worst > 1e-3 + S * 0.5 * 10**-DECIMALS:
-        raise RedthreadError(f"{where} 'weights' rows must sum to 1 over the keys (one is off by {worst:.3g})")
+        raise InvalidValue(f"{where} 'weights' rows must sum to 1 over the keys (one is off by {worst:.3g})")
     clean = {"kind": tab["kind"], "queries": tab["queries"], "keys": tab["keys"],
              "weights": np.round(att, DECIMALS).tolist()}
     if "image" in tab:
@@ -147,25 +151,30 @@ def _check_tab(tab, i: int) -> dict:
 def _check_image(image, S: int, where: str) -> dict:
     """The keys are `offset` tokens then rows x cols patches; the picture is a data: URI (no network)."""
     if not isinstance(image, dict):
-        raise RedthreadError(f"{where} 'image' must be a dict, got {type(image).__name__}")
+        raise InvalidType(f"{where} 'image' must be a dict, got {type(image).__name__}")
     _check_keys(image, {"src", "grid"}, {"offset"}, f"{where} 'image'")
     src, grid, offset = image["src"], image["grid"], image.get("offset", 0)
-    if not isinstance(src, str) or not src.startswith("data:image/"):
-        raise RedthreadError(f"{where} 'image' src must be a data:image/... URI (the page loads nothing)")
-    if (not isinstance(grid, (list, tuple)) or len(grid) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in grid)):
-        raise RedthreadError(f"{where} 'image' grid must be [rows, cols] of positive integers, got {grid!r}")
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        raise RedthreadError(f"{where} 'image' offset must be an integer >= 0, got {offset!r}")
+    if not isinstance(src, str):
+        raise InvalidType(f"{where} 'image' src must be a data:image/... URI (the page loads nothing)")
+    if not src.startswith("data:image/"):
+        raise InvalidValue(f"{where} 'image' src must be a data:image/... URI (the page loads nothing)")
+    if not isinstance(grid, (list, tuple)) or not all(isinstance(n, int) and not isinstance(n, bool) for n in grid):
+        raise InvalidType(f"{where} 'image' grid must be [rows, cols] of positive integers, got {grid!r}")
+    if len(grid) != 2 or not all(n > 0 for n in grid):
+        raise InvalidValue(f"{where} 'image' grid must be [rows, cols] of positive integers, got {grid!r}")
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise InvalidType(f"{where} 'image' offset must be an integer >= 0, got {offset!r}")
+    if offset < 0:
+        raise InvalidValue(f"{where} 'image' offset must be an integer >= 0, got {offset!r}")
     if offset + math.prod(grid) != S:
-        raise RedthreadError(f"{where} 'image' has {offset} + {grid[0]}x{grid[1]} keys but the tab has S={S}")
+        raise InvalidValue(f"{where} 'image' has {offset} + {grid[0]}x{grid[1]} keys but the tab has S={S}")
     return {"src": src, "grid": list(grid), "offset": offset}
 
 
 def _check_keys(d: dict, required: set[str], optional: set[str], where: str) -> None:
     missing = sorted(required - d.keys())
     if missing:
-        raise RedthreadError(f"{where} is missing {', '.join(map(repr, missing))}")
+        raise InvalidValue(f"{where} is missing {', '.join(map(repr, missing))}")
     unknown = sorted(d.keys() - required - optional, key=str)
     if unknown:
-        raise RedthreadError(f"{where} has unknown key(s) {', '.join(map(repr, unknown))}")
+        raise InvalidValue(f"{where} has unknown key(s) {', '.join(map(repr, unknown))}")

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.files import atomic_write
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -30,14 +30,14 @@ CMAP = "Blues"
 def check_figure_path(path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
-        raise RedthreadError(f"figure {path}: unknown format {path.suffix or '(none)'!r}; use {', '.join(FORMATS)}")
+        raise InvalidValue(f"figure {path}: unknown format {path.suffix or '(none)'!r}; use {', '.join(FORMATS)}")
     return path
 
 
 def _check_labels(att: Tensor, queries: Sequence[str], keys: Sequence[str]) -> None:
     T, S = att.shape[-2:]
     if len(queries) != T or len(keys) != S:
-        raise RedthreadError(f"attention map is {T} x {S} but there are {len(queries)} query and {len(keys)} key labels")
+        raise InvalidValue(f"attention map is {T} x {S} but there are {len(queries)} query and {len(keys)} key labels")
 
 
 def _label_size(n: int) -> float:
@@ -50,7 +50,7 @@ def plot_head(
     """att (T, S): one head's weights as a heatmap, queries down the side, keys along the top."""
     att = torch.as_tensor(att).detach().float().cpu()
     if att.dim() != 2:
-        raise RedthreadError(f"plot_head wants one head's map (T, S), got shape {tuple(att.shape)}")
+        raise InvalidValue(f"plot_head wants one head's map (T, S), got shape {tuple(att.shape)}")
     _check_labels(att, queries, keys)
     T, S = att.shape
     fig, ax = plt.subplots(figsize=(min(14, 2.5 + 0.32 * S), min(14, 2.0 + 0.32 * T)), layout="constrained")
@@ -73,7 +73,7 @@ def plot_grid(
     """att (L, H, T, S): every layer (rows) x head (columns) of one sequence, with labels when they fit."""
     att = torch.as_tensor(att).detach().float().cpu()
     if att.dim() != 4:
-        raise RedthreadError(f"plot_grid wants maps of shape (layers, heads, T, S), got {tuple(att.shape)}")
+        raise InvalidValue(f"plot_grid wants maps of shape (layers, heads, T, S), got {tuple(att.shape)}")
     _check_labels(att, queries, keys)
     L, H, T, S = att.shape
     cell = 1.6 if max(T, S) <= 24 else 2.2

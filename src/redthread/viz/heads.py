@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.viz.inspector import Inspector, Tokens
 
 PRONOUNS = ("it", "he", "she", "they", "him", "her", "them", "its")
@@ -46,10 +46,10 @@ def rank_heads(
     if source is None:
         source = next((w for w in lower if w in PRONOUNS), None)
         if source is None:
-            raise RedthreadError(f"no pronoun ({', '.join(PRONOUNS)}) in the text; name the source word")
+            raise InvalidValue(f"no pronoun ({', '.join(PRONOUNS)}) in the text; name the source word")
     source = source.lower()
     if source not in lower:
-        raise RedthreadError(f"the word {source!r} is not in the text (or fell outside the model's context)")
+        raise InvalidValue(f"the word {source!r} is not in the text (or fell outside the model's context)")
     s_at = len(lower) - 1 - lower[::-1].index(source)  # its last occurrence
     query = seen[s_at][1][-1]
     kind = maps.kinds[0]
@@ -63,7 +63,7 @@ def rank_heads(
     for target in [t.lower() for t in targets]:
         where = [i for i, w in enumerate(lower) if w == target]
         if not where:
-            raise RedthreadError(f"the word {target!r} is not in the text (or fell outside the model's context)")
+            raise InvalidValue(f"the word {target!r} is not in the text (or fell outside the model's context)")
         if kind == "decoder" and any(i < s_at for i in where):
             where = [i for i in where if i < s_at]  # a causal model sees only what came before
         keys = seen[min(where, key=lambda i: abs(i - s_at))][1]  # the occurrence nearest the source word

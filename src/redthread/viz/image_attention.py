@@ -23,7 +23,7 @@ import torch
 
 from redthread.data.captions import EOS, Vocabulary, load_caption_data, load_test_scenes
 from redthread.data.images import load_digits, prepare_image
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 from redthread.generate.captions import caption
 from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
@@ -61,7 +61,7 @@ def test_image(ckpt, index: int) -> tuple[torch.Tensor, str]:
         return image, title
     images, labels = load_digits(upscale=int(ckpt.extra.get("upscale", 1))).split("val")
     if not 0 <= index < len(labels):
-        raise RedthreadError(f"index {index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
+        raise InvalidValue(f"index {index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
     image, _ = prepare_image(images[index], ckpt.model.cfg.channels, ckpt.model.cfg.image_size)
     return image, f"test image {index} of the digits (label {int(labels[index])})"
 
@@ -124,7 +124,7 @@ def vit_overlays(model: ViT, image: torch.Tensor, path, layer: int | None = None
     if layer is None:
         layer = L - 1
     if not 0 <= layer < L or (head is not None and not 0 <= head < H):
-        raise RedthreadError(f"--layer/--head out of range: the ViT has {L} layers and {H} heads (from 0)")
+        raise InvalidValue(f"--layer/--head out of range: the ViT has {L} layers and {H} heads (from 0)")
     off = int(model.cfg.pool == "cls")
 
     def reader(rows):  # (..., S, S) -> (..., P): what the pooled output reads from each patch
@@ -146,7 +146,7 @@ def vit_overlays(model: ViT, image: torch.Tensor, path, layer: int | None = None
 def caption_vocab(ckpt) -> Vocabulary:
     """The words of a captioner run, saved beside its model by `train_captioner`."""
     if "vocab" not in ckpt.extra:
-        raise RedthreadError("this captioner was saved without its vocabulary (no 'vocab' in its metadata), so its "
+        raise InvalidValue("this captioner was saved without its vocabulary (no 'vocab' in its metadata), so its "
                              "words cannot be read; train one with redthread train --task caption-shapes")
     return Vocabulary(ckpt.extra["vocab"])
 
@@ -154,7 +154,7 @@ def caption_vocab(ckpt) -> Vocabulary:
 def test_scene(ckpt, index: int):
     """Test scene `index` of a captioner run: (image (1, C, H, W), reference words, title)."""
     if "task" not in ckpt.extra or "scenes" not in ckpt.extra:
-        raise RedthreadError("this captioner was saved without the settings of its scenes, so its test scenes cannot "
+        raise InvalidValue("this captioner was saved without the settings of its scenes, so its test scenes cannot "
                              "be made again: show an image of your own with --image FILE")
     task, settings = ckpt.extra["task"], ckpt.extra["scenes"]
     if "test_kept" in ckpt.extra:  # the test scenes alone (~0.2 s instead of ~4 s for every scene)
@@ -163,7 +163,7 @@ def test_scene(ckpt, index: int):
         data = load_caption_data(task, **settings)
         s, vocab = data.split("val"), data.vocab
     if not 0 <= index < len(s):
-        raise RedthreadError(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
+        raise InvalidValue(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
     words = vocab.decode(s.tokens[index].tolist())
     return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
 
@@ -211,7 +211,7 @@ def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabular
     cross = maps.stacked("cross")[:, 0]  # (L, H, T, P)
     L, H = cross.shape[:2]
     if (layer is not None and not 0 <= layer < L) or (head is not None and not 0 <= head < H):
-        raise RedthreadError(f"--layer/--head out of range: the decoder has {L} layers and {H} heads (from 0)")
+        raise InvalidValue(f"--layer/--head out of range: the decoder has {L} layers and {H} heads (from 0)")
     rows = cross if layer is None else cross[layer : layer + 1]
     rows = rows.mean(0)  # (H, T, P)
     rows = rows.mean(0) if head is None else rows[head]  # (T, P)

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
@@ -41,7 +41,7 @@ def check_text(text: str, what: str = "the text") -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise RedthreadError(f"{what} contains a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}, "
+        raise InvalidValue(f"{what} contains a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}, "
                              "which is not a character: send UTF-8 text") from None
     return text
 
@@ -49,7 +49,7 @@ def check_text(text: str, what: str = "the text") -> str:
 def check_finite(tensor: torch.Tensor, what: str) -> torch.Tensor:
     """The tensor, if every value is a finite number: a NaN or an infinity cannot be shown (nor sent as JSON)."""
     if not torch.isfinite(tensor).all():
-        raise RedthreadError(f"{what} NaN or infinite values: are the model's weights corrupt?")
+        raise InvalidValue(f"{what} NaN or infinite values: are the model's weights corrupt?")
     return tensor
 
 
@@ -57,7 +57,7 @@ def check_weights(model: nn.Module, path: Path) -> nn.Module:
     """The model, if every weight is a finite number (a garbled checkpoint file can load and hold NaN)."""
     for name, tensor in model.state_dict().items():
         if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            raise RedthreadError(f"corrupt checkpoint {path}: the weight {name} holds NaN or infinite values")
+            raise InvalidValue(f"corrupt checkpoint {path}: the weight {name} holds NaN or infinite values")
     return model
 
 
@@ -112,12 +112,14 @@ class Inspector:
     def tokens(self, text: str) -> Tokens:
         """The text as tokens, cut to the context: a language model keeps the end (what it would
         condition on when predicting the next token), an encoder the beginning."""
-        if not isinstance(text, str) or not text.strip():
-            raise RedthreadError("the text is empty")
+        if not isinstance(text, str):
+            raise InvalidType("the text is empty")
+        if not text.strip():
+            raise InvalidValue("the text is empty")
         toks = self.read(check_text(text))
         n, C = len(toks), self.context
         if n == 0:
-            raise RedthreadError("the text gives no tokens")
+            raise InvalidValue("the text gives no tokens")
         if n <= C:
             return toks
         if self.kind == "lm":
@@ -136,12 +138,12 @@ class Inspector:
         idx = torch.tensor([toks.ids], device=self._device())  # (1, S)
         if self.kind != "seq2seq":
             if target is not None:
-                raise RedthreadError(f"{self.name} is not an encoder-decoder: it takes no target text")
+                raise InvalidValue(f"{self.name} is not an encoder-decoder: it takes no target text")
             with record_attention(self.model) as maps:
                 self.model(idx)
             return toks, maps, toks
         if target is None:
-            raise RedthreadError(f"{self.name} is an encoder-decoder: give the decoder's input as a target text too")
+            raise InvalidValue(f"{self.name} is an encoder-decoder: give the decoder's input as a target text too")
         tgt = self.tokens(target)
         with record_attention(self.model) as maps:
             self.model(idx, torch.tensor([tgt.ids], device=self._device()))  # (1, S), (1, T)
@@ -180,9 +182,11 @@ class Inspector:
 
     def _next(self, text: str, sampling: SampleConfig, candidates: int) -> tuple[dict, torch.Tensor]:
         if self.kind != "lm":
-            raise RedthreadError(f"{self.name} is not a language model: it gives no next-token distribution here")
-        if not isinstance(candidates, int) or not 1 <= candidates <= MAX_CANDIDATES:
-            raise RedthreadError(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
+            raise InvalidValue(f"{self.name} is not a language model: it gives no next-token distribution here")
+        if not isinstance(candidates, int):
+            raise InvalidType(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
+        if not 1 <= candidates <= MAX_CANDIDATES:
+            raise InvalidValue(f"candidates must be an integer from 1 to {MAX_CANDIDATES}, got {candidates!r}")
         toks = self.tokens(text)
         idx = torch.tensor([toks.ids], device=self._device())  # (1, T)
         logits = check_finite(self.model(idx)[:, -1, :].float(), "the model's next-token scores hold")  # (1, V)
@@ -217,7 +221,7 @@ def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path 
     from redthread.train.loop import resolve_device
 
     if (checkpoint is None) == (pretrained is None):
-        raise RedthreadError("give a checkpoint or a pretrained model, not both or neither")
+        raise InvalidValue("give a checkpoint or a pretrained model, not both or neither")
     device = str(resolve_device(device))
     if checkpoint is not None:
         return _load_run(Path(checkpoint), device)
@@ -231,20 +235,20 @@ def _load_run(path: Path, device: str) -> Inspector:
 
     ckpt = read_checkpoint(path, map_location=device)
     if ckpt.model_class in ("ViT", "Captioner"):  # image models: their attention is over an image's patches
-        raise RedthreadError(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
+        raise InvalidValue(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
     if not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
-        raise RedthreadError(
+        raise InvalidValue(
             f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
         )
     if ckpt.tokenizer is None:
-        raise RedthreadError(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
+        raise InvalidValue(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
     tok = ckpt.tokenizer
     if isinstance(tok, CharTokenizer):
         read = char_reader(tok)
     elif isinstance(tok, BPETokenizer):
         read = hf_reader(tok.hf_tokenizer, add_special_tokens=False)
     else:
-        raise RedthreadError(f"{path}: unsupported tokenizer {type(tok).__name__}")
+        raise InvalidType(f"{path}: unsupported tokenizer {type(tok).__name__}")
     cfg = ckpt.model.cfg
     kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
     desc = f"redthread {what}, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
@@ -279,7 +283,7 @@ class ImageInspector:
 
         self.ckpt = read_checkpoint(path, map_location="cpu")  # small models, one image: the CPU is enough
         if self.ckpt.model_class not in ("ViT", "Captioner"):
-            raise RedthreadError(f"{path} holds a {self.ckpt.model_class}, not an image model")
+            raise InvalidValue(f"{path} holds a {self.ckpt.model_class}, not an image model")
         check_weights(self.ckpt.model, path).eval()
         self.name = path.name
 

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue
 
 
 def attention_rollout(att: Tensor, residual: float = 0.5) -> Tensor:
     """att (L, H, S, S) self-attention of one input -> (S, S): output position x input position."""
     if att.dim() != 4 or att.size(-1) != att.size(-2):
-        raise RedthreadError(f"rollout needs self-attention weights (layers, heads, S, S), got shape {tuple(att.shape)}")
+        raise InvalidValue(f"rollout needs self-attention weights (layers, heads, S, S), got shape {tuple(att.shape)}")
     S = att.size(-1)
     eye = torch.eye(S, dtype=att.dtype, device=att.device)
     rollout = eye
@@ -56,7 +56,7 @@ class Grounding:
     def from_mass(cls, mass: Tensor, uniform: Tensor) -> Grounding:
         """From `grounding_mass`'s per-word masses (N, L) and uniform shares (N,)."""
         if mass.size(0) == 0:
-            raise RedthreadError("no word in these captions names an object: nothing to ground")
+            raise InvalidValue("no word in these captions names an object: nothing to ground")
         per_layer = mass.mean(0)  # (L,)
         return cls([round(float(v), 6) for v in per_layer], float(per_layer.mean()), float(uniform.mean()), mass.size(0))
 
@@ -73,7 +73,7 @@ def grounding_mass(cross: Tensor, masks: Tensor) -> tuple[Tensor, Tensor, Tensor
     uniform (N,): its object's share of the patches; which (N, 2): batch row and token position)."""
     B, _L, H, T, P = cross.shape
     if masks.shape[0] != B or masks.shape[-1] != P or masks.shape[1] < T + 1:
-        raise RedthreadError(f"masks {tuple(masks.shape)} do not fit cross-attention {tuple(cross.shape)}")
+        raise InvalidValue(f"masks {tuple(masks.shape)} do not fit cross-attention {tuple(cross.shape)}")
     target = masks[:, 1 : T + 1].to(cross.dtype)  # (B, T, P): the object of the word step t produces
     per = torch.einsum("blhtp,btp->btl", cross, target) / H  # (B, T, L): head-mean mass on the object
     grounded = target.sum(-1) > 0  # (B, T)
@@ -110,9 +110,9 @@ def plot_patch_overlays(
     N, P = weights.shape
     G = round(P**0.5)
     if G * G != P:
-        raise RedthreadError(f"{P} patches do not make a square grid")
+        raise InvalidValue(f"{P} patches do not make a square grid")
     if len(titles) != N:
-        raise RedthreadError(f"{N} overlays but {len(titles)} titles")
+        raise InvalidValue(f"{N} overlays but {len(titles)} titles")
     C, H, W = image.shape
     cols = cols or min(N, 6)
     rows = (N + cols - 1) // cols

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import RedthreadError
+from redthread.errors import InvalidValue, RedthreadError
 from redthread.layers.attention import RECORDER, MultiHeadAttention
 
 KINDS = ("encoder", "decoder", "cross")
@@ -44,7 +44,7 @@ class AttentionMaps:
 
     def __getitem__(self, kind: str) -> list[Tensor]:
         if kind not in KINDS:
-            raise RedthreadError(f"unknown attention kind {kind!r}; kinds: {', '.join(KINDS)}")
+            raise InvalidValue(f"unknown attention kind {kind!r}; kinds: {', '.join(KINDS)}")
         return getattr(self, kind)
 
     @property
@@ -56,7 +56,7 @@ class AttentionMaps:
         """(L, B, H, T, S): every layer of one kind in one tensor."""
         layers = self[kind]
         if not layers:
-            raise RedthreadError(f"no {kind} attention was recorded (recorded: {', '.join(self.kinds) or 'nothing'})")
+            raise InvalidValue(f"no {kind} attention was recorded (recorded: {', '.join(self.kinds) or 'nothing'})")
         return torch.stack(layers)
 
 
@@ -79,7 +79,7 @@ class Recorder:
     def __init__(self, model: nn.Module):
         self.modules = attention_modules(model)
         if not self.modules:
-            raise RedthreadError(f"{type(model).__name__} has no attention layers to record")
+            raise InvalidValue(f"{type(model).__name__} has no attention layers to record")
         self.maps = AttentionMaps()
         self._rows: dict[int, list[Tensor]] = {}  # id(module) -> calls, each (B, H, T_i, S_i)
 
