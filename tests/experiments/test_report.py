@@ -18,7 +18,7 @@ def test_verdict_comes_from_the_checks():
     assert r.verdict == HOLDS
     r.decide(False, "b", "2")
     assert r.verdict == FAILS
-    assert "**not met**" in r.markdown() and "C7" in r.markdown()
+    assert "**does not hold**" in r.markdown() and "C7" in r.markdown()
 
 
 def test_tables_escape_pipes_and_land_in_json(tmp_path):

@@ -15,6 +15,11 @@ Experiments and the claims they test (`../shared/mission/SEED_EN.md`):
     sampling                C12  greedy, temperature, top-k, top-p
     calibration             C12  reliability of next-token probabilities
     coreference             C13  'it' -> 'animal' in a pretrained encoder
+    classification          C2   softmax regression and an MLP against a known posterior
+    memory                  C5   recall and excess NLL against the recurrent state size
+    locality                C8   attention weight against distance, by kind of position
+    ensemble                C9   heads as an ensemble: disagreement, removing heads vs dimensions
+    vision                  C14  ViT, MLP and softmax regression on digits; patch order; grounding
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted 
     "sampling": "sampling",
     "calibration": "calibration",
     "coreference": "coreference",
+    "classification": "classification",
+    "memory": "memory",
+    "locality": "locality",
+    "ensemble": "ensemble",
+    "vision": "vision",
 }
 
 

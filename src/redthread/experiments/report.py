@@ -5,12 +5,14 @@ as JSON, and a verdict computed from the measurements against a criterion stated
     report.number("max_weight_unscaled_512", 0.97)         # every number lands in report.json
     report.table(["d_k", "Var(q.k)", "theory"], rows)      # a Markdown table
     report.figure("variance", fig)                         # variance.png beside report.md
-    report.decide(max_weight > 0.9, "seen: 0.97 at d_k = 512")  # the verdict, from a measurement
+    report.check("gap", gaps, seeds)                       # a criterion of experiments/criteria.py, over seeds
     report.write(out_dir)                                  # report.md, report.json, *.png
 
-A verdict is "holds" or "does not hold", never hard-coded: `decide` takes the boolean the
-experiment computed from its numbers. Several checks can be combined; the claim holds when every
-one does.
+A check is decided by `check`: the per-seed values' mean and 95% interval against a threshold
+fixed in `experiments/criteria.py` give holds, does not hold or inconclusive (`experiments/stats.py`).
+A claim with several parts (C11: residuals, LayerNorm) gets a verdict per part, and the overall
+verdict hides none: any part that does not hold makes it "does not hold", then any inconclusive one
+"inconclusive". `decide(passed, required, seen)` records an exact yes/no check (no seeds).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from redthread.errors import InvalidValue, RedthreadError
+from redthread.experiments.criteria import criterion
+from redthread.experiments.stats import ABOVE, FAILS, HOLDS, INCONCLUSIVE, combine, estimate, verdict
 from redthread.files import atomic_write, atomic_write_text
 
-HOLDS, FAILS = "holds", "does not hold"
+__all__ = ["Report", "Check", "HOLDS", "FAILS", "INCONCLUSIVE", "CLAIMS"]
 
 CLAIMS = {
     "C1": "Linear regression's prediction for x_new estimates E[y | x = x_new]; MSE is the Gaussian likelihood.",
@@ -58,11 +62,31 @@ CLAIMS = {
 
 @dataclass
 class Check:
-    """One part of the criterion: what was required, whether the measurement met it, what was seen."""
+    """One check of the criterion: the value measured (mean over seeds, with its 95% interval, or an
+    exact quantity), the threshold it had to clear and why, and the verdict computed from them."""
 
-    required: str
-    passed: bool
-    seen: str
+    name: str
+    claim: str
+    part: str
+    required: str  # what the claim needs, in words: "> 0 nats (val NLL without the scale minus with)"
+    why: str  # why that threshold
+    value: float | None
+    interval: list[float] | None  # [lo, hi], or None for an exact quantity
+    seeds: list[int] | None
+    threshold: float | None
+    direction: str | None
+    verdict: str
+    seen: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == HOLDS
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "claim": self.claim, "part": self.part, "value": self.value,
+                "interval": self.interval, "seeds": self.seeds, "threshold": self.threshold,
+                "direction": self.direction, "verdict": self.verdict, "required": self.required, "why": self.why,
+                "seen": self.seen, "passed": self.passed}
 
 
 @dataclass
@@ -100,9 +124,29 @@ class Report:
         self.figures[stem] = fig
         self.sections.append(f"![{caption or stem}]({stem}.png)" + (f"\n\n*{caption}*" if caption else ""))
 
-    def decide(self, passed: bool, required: str, seen: str) -> bool:
-        """One check of the criterion, from a boolean the experiment computed from its measurements."""
-        self.checks.append(Check(required, bool(passed), seen))
+    def check(self, name: str, values, seeds: list[int] | None = None, seen: str = "") -> str:
+        """Decide criterion `name` (experiments/criteria.py) on per-seed `values` (a list, one per seed in
+        `seeds`) or on an exact quantity (a number); returns the verdict."""
+        c = criterion(self.name, name)
+        est = estimate(values)
+        if isinstance(values, (list, tuple)) and seeds is not None and len(seeds) != len(values):
+            raise InvalidValue(f"check {name!r}: {len(values)} values for {len(seeds)} seeds")
+        side = ">" if c.direction == ABOVE else "<"
+        outcome = verdict(est, c.threshold, c.direction)
+        self.checks.append(Check(
+            name=name, claim=c.claim, part=c.part, required=f"{c.what} {side} {c.threshold:g}", why=c.why,
+            value=_plain(est.mean), interval=_plain(est.interval), seeds=None if est.lo is None else list(seeds or []),
+            threshold=c.threshold, direction=c.direction, verdict=outcome, seen=seen or str(est),
+        ))
+        return outcome
+
+    def decide(self, passed: bool, required: str, seen: str, part: str = "") -> bool:
+        """An exact yes/no check (a property that holds or not, with nothing random in it)."""
+        self.checks.append(Check(
+            name=required, claim=self.claims.split(",")[0].strip(), part=part, required=required,
+            why="an exact property: nothing random in it", value=None, interval=None, seeds=None, threshold=None,
+            direction=None, verdict=HOLDS if passed else FAILS, seen=seen,
+        ))
         return bool(passed)
 
     def skip(self, reason: str) -> None:
@@ -114,17 +158,30 @@ class Report:
             return "not run"
         if not self.checks:
             raise RedthreadError(f"experiment {self.name} made no check: no verdict can be computed")
-        return HOLDS if all(c.passed for c in self.checks) else FAILS
+        return combine(self.parts.values())
+
+    @property
+    def parts(self) -> dict[str, str]:
+        """The verdict of each part of the claim ("" when the claim is tested as one part)."""
+        parts: dict[str, list[str]] = {}
+        for c in self.checks:
+            parts.setdefault(c.part, []).append(c.verdict)
+        return {part: combine(verdicts) for part, verdicts in parts.items()}
 
     def markdown(self) -> str:
         quotes = "\n".join(f"> **{c.strip()}** {CLAIMS[c.strip()]}" for c in self.claims.split(","))
         lines = [f"# {self.name}" + (" (quick)" if self.quick else ""), "", quotes, ""]
         if self.skipped:
             return "\n".join([*lines, f"**Not run:** {self.skipped}", ""])
-        lines += [f"**Verdict: the claim {self.verdict}.**", "", "## Set-up", "", self.setup, "",
+        named = {part: v for part, v in self.parts.items() if part}
+        overall = f"**Verdict: the claim {self.verdict}.**"
+        if named:
+            overall += " By part: " + "; ".join(f"{part}: {v}" for part, v in named.items()) + "."
+        lines += [overall, "", "## Set-up", "", self.setup, "",
                   "## Criterion (stated before the run)", "", self.criterion, "", "## Checks", "",
-                  "| required | seen | |", "|---|---|---|"]
-        lines += [f"| {c.required} | {c.seen} | {'met' if c.passed else '**not met**'} |" for c in self.checks]
+                  "| part | required | why this threshold | seen (mean [95% interval]) | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| {_escape(c.part or c.claim)} | {_escape(c.required)} | {_escape(c.why)} | {_escape(c.seen)} | "
+                  f"{c.verdict if c.verdict == HOLDS else '**' + c.verdict + '**'} |" for c in self.checks]
         lines += ["", "## Results", ""]
         for section in self.sections:
             lines += [section, ""]
@@ -134,8 +191,8 @@ class Report:
     def to_json(self) -> dict:
         return {
             "name": self.name, "claims": self.claims, "quick": self.quick, "verdict": self.verdict,
-            "skipped": self.skipped, "criterion": self.criterion,
-            "checks": [{"required": c.required, "passed": c.passed, "seen": c.seen} for c in self.checks],
+            "parts": None if self.skipped else self.parts, "skipped": self.skipped, "criterion": self.criterion,
+            "checks": [c.to_json() for c in self.checks],
             "numbers": self.numbers,
         }
 
