@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from redthread.commands.experiment import run_one
+from redthread.experiments.stats import VERDICTS, Estimate, combine, verdict
 
 
 def flat_numbers(obj) -> list[float]:
@@ -37,6 +38,25 @@ def table_numbers(markdown: str) -> list[float]:
     return out
 
 
+CHECK_FIELDS = {"name", "claim", "part", "value", "interval", "seeds", "threshold", "direction", "verdict"}
+
+
+def assert_verdicts_are_computed(data: dict) -> None:
+    """Each check's verdict is one of the three and follows from its interval and threshold; each part's
+    and the claim's verdict follow from the checks (never asserting which outcome today's run gives)."""
+    parts: dict[str, list[str]] = {}
+    for c in data["checks"]:
+        assert CHECK_FIELDS <= set(c), f"check {c.get('name')} lacks {CHECK_FIELDS - set(c)}"
+        assert c["verdict"] in VERDICTS, c
+        if c["interval"] is not None:  # a measurement over seeds: at least two, and the interval around the mean
+            lo, hi = c["interval"]
+            assert len(c["seeds"]) >= 2 and lo <= c["value"] <= hi, c
+            assert c["verdict"] == verdict(Estimate(c["value"], lo, hi, len(c["seeds"])), c["threshold"], c["direction"]), c
+        parts.setdefault(c["part"], []).append(c["verdict"])
+    assert data["parts"] == {p: combine(v) for p, v in parts.items()}
+    assert data["verdict"] == combine(data["parts"].values())
+
+
 @pytest.fixture
 def quick_report(tmp_path):
     """Run an experiment in quick mode; check the report files and that every table number is in report.json."""
@@ -47,6 +67,7 @@ def quick_report(tmp_path):
         data = json.loads((tmp_path / name / "report.json").read_text(encoding="utf-8"))
         assert data["verdict"] == report.verdict and data["quick"] is True
         assert data["checks"], "a verdict needs at least one check"
+        assert_verdicts_are_computed(data)
         for fig in re.findall(r"\]\(([^)]+\.png)\)", md):
             assert (tmp_path / name / fig).read_bytes().startswith(b"\x89PNG")
         known = flat_numbers(data["numbers"])
