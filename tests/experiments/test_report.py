@@ -38,7 +38,8 @@ def test_experiment_all_writes_an_index(tmp_path, monkeypatch):
     code, _, err = cli("experiment", "all", "--quick", "--out", tmp_path / "all", "--no-progress")
     assert code == 0, err
     index = (tmp_path / "all" / "index.md").read_text()
-    assert "[regression](regression/report.md)" in index and "holds" in index
+    verdict = json.loads((tmp_path / "all" / "regression" / "report.json").read_text())["verdict"]
+    assert f"| [regression](regression/report.md) | C1 | {verdict} |" in index
     assert (tmp_path / "all" / "regression" / "report.json").is_file()
 
 

@@ -7,6 +7,7 @@ one line per experiment with its verdict and a link.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -46,26 +47,36 @@ def experiment_command(name: str, out: str | None, quick: bool, seed: int, overw
     for n in names:
         load(n)  # every name resolves before anything runs
     progress = _Progress(len(names), show_progress)
-    rows = []
     t_all = time.perf_counter()
     try:
         for i, n in enumerate(names):
             progress.start(i, n)
             report, seconds = run_one(n, root / n if name == "all" else root, quick, seed, progress)
-            rows.append((n, report.claims, report.verdict, seconds))
             log(f"{n:<24} {report.claims:<12} {report.verdict:<14} {seconds:6.1f} s")
     finally:
         progress.close()
     total = time.perf_counter() - t_all
     if name == "all":
-        lines = ["# Experiments: the claims of the seed, tested" + (" (quick)" if quick else ""), "",
-                 "| experiment | claims | verdict | seconds |", "|---|---|---|---|"]
-        lines += [f"| [{n}]({n}/report.md) | {c} | {v} | {s:.1f} |" for n, c, v, s in rows]
-        lines += ["", f"Total: {total / 60:.1f} min, seed {seed}."]
-        atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
+        write_index(root, names, quick, seed)
         log(f"index: {root / 'index.md'} ({total / 60:.1f} min)")
     else:
         log(f"report: {root / 'report.md'}")
+
+
+def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
+    """index.md over the reports in root/NAME/report.json: each claim's verdict, by part, and its time."""
+    lines = ["# Experiments: the claims of the essay, tested" + (" (quick)" if quick else ""), "",
+             "| experiment | claims | verdict | by part | seconds |", "|---|---|---|---|---|"]
+    total = 0.0
+    for n in names:
+        report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
+        seconds = float(report["numbers"].get("seconds", 0.0))
+        total += seconds
+        parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part) or "—"
+        lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {seconds:.1f} |")
+    lines += ["", f"Total: {total / 60:.1f} min of experiments, seed {seed}."]
+    atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
+    return root / "index.md"
 
 
 class _Progress:
