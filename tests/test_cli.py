@@ -214,3 +214,11 @@ def test_sample_flags_are_built_from_sample_config():
         assert actions[f.name].default == f.default and actions[f.name].help.startswith(f.metadata["help"]), f.name
     code, _, err = cli("sample", "--checkpoint", "nowhere", "--top-p", "0")
     assert code == 1 and err.startswith("error: top_p") and len(err.strip().splitlines()) == 1
+
+
+def test_train_prints_plain_progress_lines_when_output_is_not_a_terminal(tmp_path, corpus):
+    args = [a for a in TINY_TRAIN if a != "--no-progress"]
+    code, out, err = cli("train", "--data", corpus, "--out", tmp_path / "run", *TINY_MODEL, *args)
+    assert code == 0, err
+    steps = [line for line in out.splitlines() if line.startswith("step ") and "/12 (" in line]
+    assert steps and steps[-1].startswith("step 12/12 (100%)")

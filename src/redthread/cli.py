@@ -51,6 +51,13 @@ def _seed(text: str) -> int:
     return value
 
 
+def _progress(args) -> bool | str:
+    """A progress bar on a terminal, plain lines in a log or CI (output not a terminal), nothing with --no-progress."""
+    if args.no_progress:
+        return False
+    return True if sys.stderr.isatty() else "plain"
+
+
 def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per SampleConfig field (generate/config.py), with its meaning; SampleConfig checks the values."""
     from typing import get_args, get_type_hints
@@ -227,7 +234,7 @@ def run(args) -> None:
     if args.command == "demo":
         from redthread.commands.demo import run_demo
 
-        run_demo(args.out, args.minutes, args.device, progress=sys.stderr.isatty())
+        run_demo(args.out, args.minutes, args.device, progress=True if sys.stderr.isatty() else "plain")
     elif args.command == "train" and args.task == "vit-digits":
         from redthread.commands.images import train_vit_digits
 
@@ -235,7 +242,7 @@ def run(args) -> None:
             raise RedthreadError("--task vit-digits trains on scikit-learn's bundled digits: drop --data")
         model_fields = {**_picked(args, args.model_flags), **_picked(args, ("patch_size", "pool"))}
         r = train_vit_digits(args.out, args.upscale, model_fields, _picked(args, args.train_flags), resume=args.resume,
-                             overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print)
+                             overwrite=args.overwrite, progress=_progress(args), log=print)
         if is_main():  # under torchrun every process gets here: rank 0 reports
             print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
             print(f"run folder: {args.out}")
@@ -249,7 +256,7 @@ def run(args) -> None:
         model_fields = {**_picked(args, args.model_flags), **_picked(args, ("n_layer_encoder", "n_layer_decoder"))}
         r = train_captioner(args.task, args.out, model_fields, _picked(args, args.train_flags), args.scenes, args.colours,
                             args.shapes, args.patch_size, resume=args.resume, overwrite=args.overwrite,
-                            progress=not args.no_progress and sys.stderr.isatty(), log=print)
+                            progress=_progress(args), log=print)
         if is_main():
             for line in report_lines(r):
                 print(line)
@@ -259,7 +266,7 @@ def run(args) -> None:
 
         run = train_language_model(
             args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),
-            resume=args.resume, overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), log=print,
+            resume=args.resume, overwrite=args.overwrite, progress=_progress(args), log=print,
         )
         f = run.final
         if is_main():  # under torchrun every process gets here: rank 0 reports

@@ -107,3 +107,18 @@ def test_time_budget_stops_early_and_leaves_a_checkpoint(tmp_path):
     result = train(fresh_model(), make_data(), cfg, run_dir=tmp_path, progress=False)
     assert 1 <= result.step < 1000
     assert read_checkpoint(tmp_path).step == result.step
+
+
+def test_plain_progress_prints_about_forty_lines_for_logs():
+    """Output that is not a terminal (nohup, CI) gets plain lines: ~40 a run, the last at the last step."""
+    from redthread.train.loop import Progress
+
+    lines = []
+    bar = Progress(2000, 0, "plain", log=lines.append)
+    for step in range(10, 2001, 10):  # the loop updates at every log_interval
+        bar.update(step, "loss 1.234  5,678 tok/s")
+    assert 35 <= len(lines) <= 45 and lines[-1].startswith("step 2000/2000 (100%): loss 1.234")
+    assert "elapsed" in lines[0] and "left" in lines[0]
+    quiet = []
+    Progress(2000, 0, False, log=quiet.append).update(2000, "x")
+    assert quiet == []

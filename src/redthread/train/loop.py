@@ -208,11 +208,18 @@ def _restore_rng(rng: dict[str, Tensor], generator: torch.Generator) -> None:
 
 
 class Progress:
-    """A rich progress bar (loss, tokens/s, ETA) on a terminal; nothing otherwise."""
+    """How a run shows its progress: a rich bar (loss, tokens/s, ETA) on a terminal (enabled=True);
+    plain lines through `log` for logs and CI (enabled="plain": one line every ~2.5% of the run,
+    so a run prints about 40); nothing (enabled=False)."""
 
-    def __init__(self, total: int, start: int, enabled: bool):
+    LINES = 40  # about how many plain lines a run prints
+
+    def __init__(self, total: int, start: int, enabled: bool | str, log: Callable[[str], None] | None = None):
         self.bar = None
-        if enabled:
+        self.total, self.start, self.t0 = total, start, time.perf_counter()
+        self.log = log if enabled == "plain" else None
+        self.every, self.next_line = max(1, total // self.LINES), start + max(1, total // self.LINES)
+        if enabled is True:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
 
@@ -226,10 +233,24 @@ class Progress:
     def update(self, step: int, info: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, completed=step, info=info)
+        if self.log is not None and (step >= self.next_line or step == self.total):
+            self.next_line = (step // self.every + 1) * self.every
+            done = (step - self.start) / max(1, self.total - self.start)
+            elapsed = time.perf_counter() - self.t0
+            eta = elapsed * (1 - done) / done if done > 0 else float("nan")
+            self.log(f"step {step}/{self.total} ({step / self.total:.0%}): {info}, "
+                     f"{_duration(elapsed)} elapsed, ~{_duration(eta)} left")
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, s = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
 
 
 def train(
@@ -312,8 +333,8 @@ def train(
         log(f"MFU not shown: {peak_source}")
     flops_per_token = None  # known at the first batch, from its length
 
-    # progress: True for a bar of its own, or any object with update(step, info) (e.g. the ladder's)
-    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, bool(progress) and main)
+    # progress: True for a bar of its own, "plain" for log lines, or any object with update(step, info) (the ladder's)
+    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, progress if main else False, log)
     ddp_model = distributed.wrap(forward_model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
