@@ -222,3 +222,20 @@ def test_train_prints_plain_progress_lines_when_output_is_not_a_terminal(tmp_pat
     assert code == 0, err
     steps = [line for line in out.splitlines() if line.startswith("step ") and "/12 (" in line]
     assert steps and steps[-1].startswith("step 12/12 (100%)")
+
+
+def test_version_and_the_experiment_list():
+    from importlib.metadata import version
+
+    from redthread.cli import build_parser
+    from redthread.experiments import EXPERIMENTS, SUMMARIES
+
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["--version"])
+    assert e.value.code == 0
+    r = subprocess.run([sys.executable, "-m", "redthread", "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == f"redthread {version('redthread')}"
+    assert set(SUMMARIES) == set(EXPERIMENTS)  # every experiment is listed with its claims
+    r = subprocess.run([sys.executable, "-m", "redthread", "experiment", "--help"], capture_output=True, text=True, timeout=120)
+    for name, (claims, _) in SUMMARIES.items():
+        assert any(line.split()[:1] == [name] and claims in line for line in r.stdout.splitlines()), name

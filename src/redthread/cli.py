@@ -51,6 +51,15 @@ def _seed(text: str) -> int:
     return value
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("redthread")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _progress(args) -> bool | str:
     """A progress bar on a terminal, plain lines in a log or CI (output not a terminal), nothing with --no-progress."""
     if args.no_progress:
@@ -97,6 +106,7 @@ def build_parser() -> Parser:
     from redthread.train.loop import TrainConfig
 
     parser = Parser(prog="redthread", description="From linear regression to the Transformer: conditional distributions by maximum likelihood.")
+    parser.add_argument("--version", action="version", version=f"redthread {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     demo = sub.add_parser("demo", help="train a small Shakespeare model (~3 min on a CPU), compare with baselines, sample")
@@ -193,8 +203,13 @@ def build_parser() -> Parser:
     exp.add_argument("--out", required=True, help="the folder to write (config.json, model.safetensors, tokenizer.json)")
     exp.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
 
-    xp = sub.add_parser("experiment", help="test a claim of the essay (C1-C14): a report with figures and a computed verdict")
-    xp.add_argument("name", help="an experiment name (see the list below), or all")
+    from redthread.experiments import SUMMARIES
+
+    listing = "experiments (claims: what is measured):\n" + "\n".join(
+        f"  {name:<24} {claims:<11} {what}" for name, (claims, what) in SUMMARIES.items())
+    xp = sub.add_parser("experiment", help="test a claim of the essay (C1-C14): a report with figures and a computed verdict",
+                        epilog=listing, formatter_class=argparse.RawDescriptionHelpFormatter)
+    xp.add_argument("name", help="an experiment name (listed below), or all")
     xp.add_argument("--quick", action="store_true", help="seconds on a CPU, fixed seeds (what the tests run)")
     xp.add_argument("--out", help="report folder (default runs/experiments[/NAME])")
     xp.add_argument("--seed", type=_seed, default=0)

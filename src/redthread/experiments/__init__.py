@@ -1,25 +1,8 @@
 """One experiment per claim of the seed, each a module with `NAME`, `CLAIMS` and
 `run(quick, seed, progress) -> Report`; `redthread experiment NAME` runs one, `all` runs every one.
 
-Experiments and the claims they test (`../shared/mission/SEED_EN.md`):
-    regression              C1   linear regression -> E[y|x]; MSE = Gaussian likelihood
-    attention-as-regression C6   Nadaraya-Watson attention recovers a non-linear E[y|x]
-    scaling                 C7   Var(q.k) grows as d_k; without 1/sqrt(d_k) softmax saturates
-    rnn-gradients           C3   ||dh_T/dh_t|| against T - t: RNN, LSTM, Transformer
-    long-range              C3, C5, C6   recall accuracy against distance
-    sequential              C4   forward + backward time against sequence length
-    permutation             C8   equivariance without positions; an order task
-    heads                   C9   head specialisation and ablation
-    ffn                     C10  ablating FFN vs attention blocks
-    depth                   C11  depth with and without residuals / LayerNorm
-    sampling                C12  greedy, temperature, top-k, top-p
-    calibration             C12  reliability of next-token probabilities
-    coreference             C13  'it' -> 'animal' in a pretrained encoder
-    classification          C2   softmax regression and an MLP against a known posterior
-    memory                  C5   recall and excess NLL against the recurrent state size
-    locality                C8   attention weight against distance, by kind of position
-    ensemble                C9   heads as an ensemble: disagreement, removing heads vs dimensions
-    vision                  C14  ViT, MLP and softmax regression on digits; patch order; grounding
+The experiments, the claims they test and what they measure: `SUMMARIES` below (also what
+`redthread experiment --help` lists).
 """
 
 from __future__ import annotations
@@ -51,6 +34,28 @@ EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted 
     "locality": "locality",
     "ensemble": "ensemble",
     "vision": "vision",
+}
+
+
+SUMMARIES = {  # name -> (claims, what it measures)
+    "regression": ("C1", "linear regression -> E[y|x]; MSE = Gaussian likelihood"),
+    "attention-as-regression": ("C6", "Nadaraya-Watson attention recovers a non-linear E[y|x]"),
+    "scaling": ("C7", "Var(q.k) grows as d_k; without 1/sqrt(d_k) softmax saturates"),
+    "rnn-gradients": ("C3", "||dh_T/dh_t|| against T - t: RNN, LSTM, Transformer"),
+    "long-range": ("C3, C5, C6", "recall accuracy against distance"),
+    "sequential": ("C4", "dependent steps and time against sequence length"),
+    "permutation": ("C8", "equivariance without positions; an order task"),
+    "heads": ("C9", "head specialisation and ablation"),
+    "ffn": ("C10", "ablating FFN vs attention blocks"),
+    "depth": ("C11", "depth with and without residuals / LayerNorm"),
+    "sampling": ("C12", "greedy, temperature, top-k, top-p"),
+    "calibration": ("C12", "reliability of next-token probabilities"),
+    "coreference": ("C13", "'it' -> its referent in a pretrained encoder, on controlled pairs"),
+    "classification": ("C2", "softmax regression and an MLP against a known posterior"),
+    "memory": ("C5", "recall and excess NLL against the recurrent state size"),
+    "locality": ("C8", "attention weight against distance, by kind of position"),
+    "ensemble": ("C9", "heads as an ensemble: disagreement, removing heads vs dimensions"),
+    "vision": ("C14", "ViT, MLP and softmax regression on digits; patch order; grounding"),
 }
 
 
