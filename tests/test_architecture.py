@@ -4,7 +4,7 @@ another package of its own band. Every import counts, the ones inside functions 
 
 | band | packages            | what sits there                                                           |
 |------|---------------------|---------------------------------------------------------------------------|
-| 0    | errors              | RedthreadError and its kinds                                              |
+| 0    | errors, words       | RedthreadError and its kinds; plurals and articles for messages           |
 | 1    | files               | atomic writes, output-path and disk checks                                |
 | 2    | layers, data        | attention, blocks, caches; corpora, tokenizers, data sets, image files    |
 | 3    | models              | one file per rung: built from layers, fed data's types                    |
@@ -37,7 +37,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "redthread"
 
 BANDS = [
-    ("errors",),
+    ("errors", "words"),
     ("files",),
     ("layers", "data"),
     ("models",),

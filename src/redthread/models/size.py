@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from redthread.errors import RedthreadError
+from redthread.words import article
 
 FP32, FP64 = 4, 8
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
@@ -225,7 +226,7 @@ def check_model_fits(class_name: str, cfg, device=None) -> None:
         return
     values, defaults = config_sizes(cfg)
     name = culprit(lambda v: model_bytes(class_name, dataclasses.replace(cfg, **v)), values, defaults)
-    check_fits(needed, name, f" for the weights of a {class_name}", limit=limit)
+    check_fits(needed, name, f" for the weights of {article(class_name)}", limit=limit)
 
 
 # -- generation ---------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, TrainResult, evaluate, resolve_device, train
 from redthread.train.memory import check_training_memory
 from redthread.train.run_folder import RunFolder
+from redthread.words import plural
 
 
 @dataclass
@@ -99,8 +100,8 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
     model = TransformerLM(cfg)
     check_disk(folder.write_dir, model)
-    log(f"model: {model.num_params():,} parameters (without embeddings); {cfg.n_layer} layers, "
-        f"{cfg.n_head} heads, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
+    log(f"model: {model.num_params():,} parameters (without embeddings); {plural(cfg.n_layer, 'layer')}, "
+        f"{plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
                    progress=progress, log=log, extra=extra, publish=folder.publish)

@@ -29,6 +29,7 @@ from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
+from redthread.words import plural
 
 
 class ImageAttention(NamedTuple):
@@ -104,7 +105,7 @@ def vit_payload(model: ViT, image: torch.Tensor, title: str, notice: str | None 
     tab = payload_tab("encoder", names, names, att,
                       image={"src": image_data_uri(pixels), "grid": [G, G], "offset": int(cfg.pool == "cls")})
     top = probs.argmax().item()
-    model_text = (f"ViT, {cfg.n_layer} layers x {cfg.n_head} heads, {G}x{G} patches of {cfg.patch_size}x{cfg.patch_size}; "
+    model_text = (f"ViT, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, {G}x{G} patches of {cfg.patch_size}x{cfg.patch_size}; "
                   f"P(class {top} | image) = {probs[top]:.3f}")
     return {"title": title, "model": model_text, "notice": notice, "tabs": [tab]}
 
@@ -197,8 +198,8 @@ def caption_payload(model: Captioner, image: torch.Tensor, ids: list[int], maps,
     ]
     caption = " ".join(vocab.decode(ids))
     cfg = model.cfg
-    model_text = (f"captioner: ViT encoder {cfg.n_layer_encoder} layers, decoder {cfg.n_layer_decoder} layers, "
-                  f"{cfg.n_head} heads, {G}x{G} patches; greedy caption: \"{caption}\"")
+    model_text = (f"captioner: ViT encoder {plural(cfg.n_layer_encoder, 'layer')}, decoder "
+                  f"{plural(cfg.n_layer_decoder, 'layer')}, {plural(cfg.n_head, 'head')}, {G}x{G} patches; greedy caption: \"{caption}\"")
     return {"title": title, "model": model_text, "notice": notice, "tabs": tabs}
 
 

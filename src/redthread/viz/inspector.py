@@ -31,6 +31,7 @@ from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
+from redthread.words import plural
 
 MAX_CANDIDATES = 50  # the most next-token candidates one answer lists
 
@@ -251,7 +252,7 @@ def _load_run(path: Path, device: str) -> Inspector:
         raise InvalidType(f"{path}: unsupported tokenizer {type(tok).__name__}")
     cfg = ckpt.model.cfg
     kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
-    desc = f"redthread {what}, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, step {ckpt.step:,}"
+    desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, step {ckpt.step:,}"
     name = path.name if path.is_dir() else path.parent.name
     return Inspector(name, check_weights(ckpt.model, path).eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
 
