@@ -206,3 +206,10 @@ def test_openapi_describes_the_api(client):
 def test_serve_listens_on_loopback_by_default():
     args = build_parser().parse_args(["serve"])
     assert args.host == "127.0.0.1"
+
+
+def test_the_docs_page_uses_no_cdn(client):
+    html = client.get("/docs").text
+    assert "cdn." not in html and "swagger-ui-bundle.js" in html
+    js = html.split('src="', 1)[1].split('"', 1)[0]  # the bundle's local path
+    assert client.get(js).status_code == 200

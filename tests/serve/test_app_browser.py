@@ -310,3 +310,25 @@ def test_app_lists_an_unavailable_run_greyed_out_with_the_reason(browser, server
         assert page.is_enabled("#run-button") and page.is_hidden("#error")
     finally:
         context.close()
+
+
+def test_the_api_docs_page_works_offline(browser, server):
+    """/docs (Swagger UI) draws every endpoint with every request outside the server refused."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        outside = []
+
+        def only_the_server(route):
+            if route.request.url.startswith(server):
+                return route.continue_()
+            outside.append(route.request.url)
+            return route.abort()
+
+        page.route("**/*", only_the_server)
+        page.goto(f"{server}/docs")
+        page.wait_for_selector(".opblock-summary-path", timeout=20_000)
+        paths = page.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.textContent)")
+        assert {"/api/models", "/api/attention", "/api/next", "/api/step"} <= set(paths) and outside == []
+    finally:
+        context.close()

@@ -42,6 +42,7 @@ from typing import Annotated, NamedTuple, get_args, get_type_hints
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
 from safetensors import safe_open
@@ -371,7 +372,7 @@ def create_app(
         yield
         pool.executor.shutdown(wait=False, cancel_futures=True)  # work still waiting is dropped
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from assets installed with the package, no CDN: they work offline
         title="redthread",
         version="0.1.0",
         description="Look inside Transformers: attention by layer and head, P(next token | context), step-by-step "
