@@ -239,3 +239,26 @@ def test_version_and_the_experiment_list():
     r = subprocess.run([sys.executable, "-m", "redthread", "experiment", "--help"], capture_output=True, text=True, timeout=120)
     for name, (claims, _) in SUMMARIES.items():
         assert any(line.split()[:1] == [name] and claims in line for line in r.stdout.splitlines()), name
+
+
+def test_every_flag_explains_itself():
+    """Every flag of every command has a one-line meaning, and every choice it accepts is listed in it."""
+    import argparse
+
+    from redthread.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name, command in commands.items():
+        text = command.format_help()
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            flag = action.option_strings[0] if action.option_strings else action.dest
+            assert action.help and action.help != argparse.SUPPRESS and "\n" not in action.help, f"{name} {flag}"
+            for choice in action.choices or ():
+                assert str(choice) in text, f"{name} {flag}: choice {choice} not listed"
+    train = commands["train"].format_help()
+    assert train.index("data and run folder") < train.index("model:") < train.index("other tasks")  # what users reach for first
+    assert "rope" in train and "attention heads per block" in train
+    devices = [c._option_string_actions["--device"] for c in commands.values() if "--device" in c._option_string_actions]
+    assert all(d.default in ("auto", None) and "auto" in d.help and "default" in d.help for d in devices)  # auto everywhere

@@ -82,7 +82,12 @@ def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: str = "") -> list[str]:
-    """One flag per dataclass field (--n-layer for n_layer), typed by its default; None = keep the default."""
+    """One flag per dataclass field (--n-layer for n_layer), typed by its default, with the meaning written
+    beside the field in its class (models/config.field_help), its choices (cls.CHOICES) and its default;
+    None = keep the default."""
+    from redthread.models.config import field_help
+
+    helps, choices = field_help(cls), getattr(cls, "CHOICES", {})
     group = parser.add_argument_group(title)
     names = []
     for f in fields(cls):
@@ -91,8 +96,10 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: s
         default = f.default
         kind = _bool if isinstance(default, bool) else type(default) if default is not None else (float if "float" in str(f.type) else int)
         optional = dict(nargs="?", const=True) if kind is _bool else {}  # a bare --compile means --compile true
-        group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, default=None, metavar=f.name.upper(),
-                           help=f"default {default}", **optional)
+        allowed = choices.get(f.name)
+        text = helps[f.name] + (f"; one of {', '.join(map(str, allowed))}" if allowed else "") + f" (default {default})"
+        group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, default=None,
+                           metavar=f.name.upper() if allowed is None else None, choices=allowed, help=text, **optional)
         names.append(f.name)
     return names
 
@@ -112,41 +119,44 @@ def build_parser() -> Parser:
     demo = sub.add_parser("demo", help="train a small Shakespeare model (~3 min on a CPU), compare with baselines, sample")
     demo.add_argument("--out", help="run folder (default runs/demo-<time>)")
     demo.add_argument("--minutes", type=float, default=3.0, help="time budget (default 3)")
-    demo.add_argument("--device", default="auto", help="auto (GPU when there is one), cpu or cuda")
+    demo.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
 
     train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
-    train.add_argument("--task", choices=("vit-digits", "caption-shapes", "caption-digits"),
-                       help="vit-digits: a Vision Transformer on scikit-learn's digits; caption-shapes / caption-digits: "
-                            "a ViT encoder + a decoder with cross-attention, captioning generated scenes")
-    train.add_argument("--upscale", type=int, choices=(1, 2, 4), default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
-    train.add_argument("--patch-size", type=int, help="--task vit-digits: patch side in pixels (default 2 x upscale)")
-    train.add_argument("--pool", choices=("cls", "mean"), help="--task vit-digits: class token (default) or mean of the patches")
-    train.add_argument("--n-layer-encoder", type=int, help="--task caption-*: the ViT encoder's layers (default 2)")
-    train.add_argument("--n-layer-decoder", type=int, help="--task caption-*: the caption decoder's layers (default 2)")
-    train.add_argument("--scenes", type=int, help="--task caption-*: training scenes (default 20000; 1000 unseen test scenes)")
-    train.add_argument("--colours", help="--task caption-shapes: comma-separated subset of red,green,blue,yellow")
-    train.add_argument("--shapes", help="--task caption-shapes: comma-separated subset of square,circle,triangle,cross")
-    train.add_argument("--data", help="a UTF-8 text file (default: Shakespeare's 37 plays)")
-    train.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
-    train.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
-    train.add_argument("--out", default="runs/train", help="run folder (default runs/train)")
-    train.add_argument("--resume", action="store_true", help="continue the run in --out")
-    train.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run = train.add_argument_group("data and run folder")
+    run.add_argument("--data", help="a UTF-8 text file (default: Shakespeare's 37 plays)")
+    run.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
+                     help="char: one token per character; bpe: byte-level BPE trained on the data (default char)")
+    run.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
+    run.add_argument("--out", default="runs/train", help="run folder (default runs/train)")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out")
+    run.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     model_flags = _add_dataclass_flags(train, TransformerConfig, skip=("vocab_size", "src_vocab_size"), title="model")
     train_flags = _add_dataclass_flags(train, TrainConfig, title="training")
+    tasks = train.add_argument_group("other tasks (images)")
+    tasks.add_argument("--task", choices=("vit-digits", "caption-shapes", "caption-digits"),
+                       help="vit-digits: a Vision Transformer on scikit-learn's digits; caption-shapes / caption-digits: "
+                            "a ViT encoder + a decoder with cross-attention, captioning generated scenes")
+    tasks.add_argument("--upscale", type=int, choices=(1, 2, 4), default=1, help="--task vit-digits: enlarge the 8x8 digits 2x or 4x (default 1)")
+    tasks.add_argument("--patch-size", type=int, help="--task vit-digits: patch side in pixels (default 2 x upscale)")
+    tasks.add_argument("--pool", choices=("cls", "mean"), help="--task vit-digits: class token (default) or mean of the patches")
+    tasks.add_argument("--n-layer-encoder", type=int, help="--task caption-*: the ViT encoder's layers (default 2)")
+    tasks.add_argument("--n-layer-decoder", type=int, help="--task caption-*: the caption decoder's layers (default 2)")
+    tasks.add_argument("--scenes", type=int, help="--task caption-*: training scenes (default 20000; 1000 unseen test scenes)")
+    tasks.add_argument("--colours", help="--task caption-shapes: comma-separated subset of red,green,blue,yellow")
+    tasks.add_argument("--shapes", help="--task caption-shapes: comma-separated subset of square,circle,triangle,cross")
     train.set_defaults(model_flags=model_flags, train_flags=train_flags)
 
     sample = sub.add_parser("sample", help="generate text from a trained run")
     sample.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
     sample.add_argument("--prompt", help="text to continue (default: a newline)")
     sample.add_argument("--prompt-file", help="read the prompt from a UTF-8 file")
-    sample.add_argument("--max-new-tokens", type=int, default=500)
-    sample.add_argument("--num-samples", type=int, default=1)
+    sample.add_argument("--max-new-tokens", type=int, default=500, help="tokens to generate (default 500)")
+    sample.add_argument("--num-samples", type=int, default=1, help="continuations drawn in one batch (default 1)")
     sample.add_argument("--no-cache", action="store_true", help="recompute the whole context every step")
     sample.add_argument("--unknown", choices=("error", "replace"), default="error",
                         help="characters the tokenizer never saw: error, or replace them with a space")
-    sample.add_argument("--device", default="auto")
+    sample.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     _add_sampling_flags(sample)
 
     ladder = sub.add_parser("ladder", help="train every rung (counts, bigram, MLP, RNN, LSTM, GRU, Transformer) on the same data; compare")
@@ -161,12 +171,12 @@ def build_parser() -> Parser:
     ladder.add_argument("--steps", type=int, help="optimizer steps per rung (default: 1500; 5000 for --lines)")
     ladder.add_argument("--minutes", type=float, help="also stop each rung after this many minutes")
     ladder.add_argument("--batch-size", type=int, help="default 32 (64 for --images)")
-    ladder.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
+    ladder.add_argument("--tokenizer", choices=("char", "bpe"), default="char", help="char or bpe (default char)")
     ladder.add_argument("--out", default="runs/ladder", help="report folder (default runs/ladder)")
     ladder.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
-    ladder.add_argument("--seed", type=_seed, default=1337)
-    ladder.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
-    ladder.add_argument("--no-progress", action="store_true")
+    ladder.add_argument("--seed", type=_seed, default=1337, help="every rung's initial weights and batches (default 1337)")
+    ladder.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
+    ladder.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     att = sub.add_parser("attention", help="write an offline attention explorer page (and figures) for a text")
     which = att.add_mutually_exclusive_group(required=True)
@@ -186,14 +196,14 @@ def build_parser() -> Parser:
     att.add_argument("--contrast", metavar="TEXT", help="a second text: the report also says which heads move between the two")
     att.add_argument("--report", help="the head ranking as Markdown (default: <out>-heads.md)")
     att.add_argument("--overwrite", action="store_true", help="replace files that already exist")
-    att.add_argument("--device", default="cpu")
+    att.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
 
     srv = sub.add_parser("serve", help="a local web app: attention, next-token distribution, step-by-step generation")
     srv.add_argument("--runs", default="runs", help="the folder whose Transformer runs are offered (default runs)")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     srv.add_argument("--max-chars", type=int, default=2000, help="the longest text accepted (default 2000)")
-    srv.add_argument("--device", default="cpu")
+    srv.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     srv.add_argument("--workers", type=int, help="requests that run a model at once (default 2)")
     srv.add_argument("--queue", type=int, help="requests that may wait for a worker; more get 503 (default 16)")
     srv.add_argument("--time-limit", type=float, help="seconds a request may take before it gets 504 (default 60)")
@@ -212,15 +222,15 @@ def build_parser() -> Parser:
     xp.add_argument("name", help="an experiment name (listed below), or all")
     xp.add_argument("--quick", action="store_true", help="seconds on a CPU, fixed seeds (what the tests run)")
     xp.add_argument("--out", help="report folder (default runs/experiments[/NAME])")
-    xp.add_argument("--seed", type=_seed, default=0)
+    xp.add_argument("--seed", type=_seed, default=0, help="the first seed; an experiment over n seeds uses seed .. seed + n - 1 (default 0)")
     xp.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
-    xp.add_argument("--no-progress", action="store_true")
+    xp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
-    ev.add_argument("--checkpoint", required=True)
+    ev.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
     ev.add_argument("--data", help="a UTF-8 text file (default: the run's own data)")
-    ev.add_argument("--split", choices=("val", "train"), default="val")
-    ev.add_argument("--device", default="auto")
+    ev.add_argument("--split", choices=("val", "train"), default="val", help="which split to score: val (default) or train")
+    ev.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     return parser
 
 

@@ -20,6 +20,7 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -40,23 +41,26 @@ DECODER_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @dataclass(frozen=True)
 class TransformerConfig(ConfigMixin):
-    vocab_size: int = 65
+    vocab_size: int = 65  # tokens the model knows (set by the tokenizer)
     block_size: int = 256  # the context window: the most positions the model sees at once
-    n_layer: int = 4
-    n_head: int = 4
-    d_model: int = 128
-    d_ff: int | None = None  # None: 4 * d_model
-    dropout: float = 0.0
+    n_layer: int = 4  # Transformer blocks
+    n_head: int = 4  # attention heads per block (must divide d_model)
+    d_model: int = 128  # the width of every token's vector
+    d_ff: int | None = None  # the feed-forward network's hidden width; None: 4 * d_model
+    dropout: float = 0.0  # dropout on attention weights and residual branches
     bias: bool = True  # biases in Linear and LayerNorm layers
-    norm: str = "pre"  # "pre" (default) or "post" (the original paper)
-    pos: str = "sinusoidal"  # "sinusoidal" (the paper), "learned", "rope" (rotary, inside attention) or "none"
-    activation: str = "gelu"
+    norm: str = "pre"  # LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)
+    pos: str = "sinusoidal"  # positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none
+    activation: str = "gelu"  # the feed-forward network's non-linearity
     tie_weights: bool = True  # lm_head shares the token embedding matrix (Press & Wolf 2017)
     scale_attention: bool = True  # divide scores by sqrt(d_head) (claim C7); False only for experiments
     src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
     norm_eps: float = 1e-5  # every LayerNorm's epsilon (BERT: 1e-12)
     embed_norm: bool = False  # a LayerNorm on the embeddings, before dropout (BERT)
     type_vocab_size: int = 0  # > 0: token-type (segment) embeddings added to the input (BERT)
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "norm": NORMS, "pos": tuple(POSITIONAL), "activation": tuple(ACTIVATIONS)}
 
     def __post_init__(self):
         check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")

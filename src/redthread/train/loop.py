@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -68,26 +68,28 @@ def _is_finite(value) -> bool:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    max_iters: int = 2000
-    batch_size: int = 12
-    lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_iters: int = 100
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.99
-    grad_clip: float = 1.0  # 0 switches clipping off
+    max_iters: int = 2000  # optimizer steps
+    batch_size: int = 12  # sequences per step (per process under torchrun)
+    lr: float = 1e-3  # the peak learning rate, reached after the warm-up
+    min_lr: float = 1e-4  # the learning rate at the end of the cosine decay
+    warmup_iters: int = 100  # steps of linear warm-up from 0 to lr
+    weight_decay: float = 0.1  # AdamW's decoupled weight decay, on matrices only
+    beta1: float = 0.9  # AdamW's decay rate of the gradient's mean
+    beta2: float = 0.99  # AdamW's decay rate of the gradient's second moment
+    grad_clip: float = 1.0  # clip the gradient's global norm to this; 0 switches clipping off
     grad_accum: int = 1  # micro-batches per optimizer step
-    eval_interval: int = 250
+    eval_interval: int = 250  # steps between validation estimates and checkpoints
     eval_batches: int = 20  # batches of the periodic validation estimate; the final one scores the whole split
-    log_interval: int = 10
-    seed: int = 1337
-    device: str = "auto"
+    log_interval: int = 10  # steps between loss lines in metrics.jsonl
+    seed: int = 1337  # the initial weights and the batches
+    device: str = "auto"  # auto (a GPU when there is one), cpu, cuda, cuda:N or mps
     max_time: float | None = None  # seconds; stop early once spent
-    precision: str = "auto"  # auto, fp32, bf16 or fp16 (train/precision.py)
+    precision: str = "auto"  # auto (the best the device can do), fp32, bf16 or fp16 (train/precision.py)
     compile: bool = False  # torch.compile the training forward
     activation_checkpointing: bool = False  # recompute each block in backward instead of storing it
     peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS}
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval", "eval_batches"):
