@@ -262,3 +262,36 @@ def test_every_flag_explains_itself():
     assert "rope" in train and "attention heads per block" in train
     devices = [c._option_string_actions["--device"] for c in commands.values() if "--device" in c._option_string_actions]
     assert all(d.default in ("auto", None) and "auto" in d.help and "default" in d.help for d in devices)  # auto everywhere
+
+
+def test_config_files_set_flags_flags_win_and_a_run_saves_its_own(tmp_path, corpus):
+    tomllib = pytest.importorskip("tomllib")
+
+    config = tmp_path / "small.toml"
+    config.write_text("[model]\nn_layer = 1\nn-head = 2\nd_model = 16\nblock_size = 16\npos = \"rope\"\n\n[training]\n"
+                      "max_iters = 6\nbatch_size = 4\neval_interval = 6\neval_batches = 2\nlog_interval = 3\nwarmup_iters = 1\n")
+    code, out, err = cli("train", "--data", corpus, "--out", tmp_path / "a", "--config", config, "--lr", "0.002", "--no-progress")
+    assert code == 0, err
+    assert "model settings: " in out and "pos=rope" in out and "lr=0.002" in out  # printed at the start
+    saved = tomllib.loads((tmp_path / "a" / "run.toml").read_text())
+    assert saved["model"]["pos"] == "rope" and saved["training"]["lr"] == 0.002  # the flag won over the file's default
+    code, out, err = cli("train", "--data", corpus, "--out", tmp_path / "b", "--config", tmp_path / "a" / "run.toml", "--no-progress")
+    assert code == 0, err
+    again = tomllib.loads((tmp_path / "b" / "run.toml").read_text())
+    assert again["model"] == saved["model"] and again["training"] == saved["training"]  # the saved file repeats the run
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("n_layers = 2\n", "unknown setting 'n_layers'"),
+    ("[model]\nn_layer = \n", "not TOML"),
+    ("[model]\nn_layer = \"two\"\n", "--n-layer: invalid int value: 'two'"),
+    ("[model]\nn_layer = 1.5\n", "n_layer must be a positive integer, got 1.5"),
+])
+def test_a_bad_config_file_is_one_line(tmp_path, corpus, text, needle):
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    code, _, err = cli("train", "--data", corpus, "--out", tmp_path / "run", "--config", config)
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
+    code, _, err = cli("ladder", "--config", tmp_path / "missing.toml")
+    assert_one_line_error(code, err, "no such file")

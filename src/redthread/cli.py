@@ -131,6 +131,7 @@ def build_parser() -> Parser:
     run.add_argument("--resume", action="store_true", help="continue the run in --out")
     run.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
     run.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
+    run.add_argument("--config", metavar="FILE.toml", help="settings by flag name (flags given here win); a run saves its own as run.toml")
     model_flags = _add_dataclass_flags(train, TransformerConfig, skip=("vocab_size", "src_vocab_size"), title="model")
     train_flags = _add_dataclass_flags(train, TrainConfig, title="training")
     tasks = train.add_argument_group("other tasks (images)")
@@ -177,6 +178,7 @@ def build_parser() -> Parser:
     ladder.add_argument("--seed", type=_seed, default=1337, help="every rung's initial weights and batches (default 1337)")
     ladder.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     ladder.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ladder.add_argument("--config", metavar="FILE.toml", help="settings by flag name (flags given here win); saved as ladder.toml in --out")
 
     att = sub.add_parser("attention", help="write an offline attention explorer page (and figures) for a text")
     which = att.add_mutually_exclusive_group(required=True)
@@ -295,8 +297,16 @@ def run(args) -> None:
         )
         f = run.final
         if is_main():  # under torchrun every process gets here: rank 0 reports
+            from dataclasses import asdict
+
+            from redthread.files import write_toml
+
+            model = {k: v for k, v in run.model.cfg.to_dict().items() if k not in ("vocab_size", "src_vocab_size")}
+            write_toml(run.run_dir / "run.toml", {"data": args.data, "tokenizer": args.tokenizer, "vocab_size": args.vocab_size,
+                                                  "model": model, "training": asdict(run.train_cfg)},
+                       header="the settings of this run: redthread train --config run.toml --out NEW_FOLDER repeats it")
             print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char")
-            print(f"run folder: {run.run_dir}")
+            print(f"run folder: {run.run_dir} (its settings: run.toml)")
     elif args.command == "sample":
         from redthread.commands.sample import read_prompt, sample_text
         from redthread.generate.config import SampleConfig
@@ -311,18 +321,20 @@ def run(args) -> None:
         else:
             for i, text in enumerate(texts):
                 print(f"--- sample {i + 1} ---\n{text}")
-    elif args.command == "ladder" and args.images:
-        from redthread.commands.images import image_ladder_command
-
-        image_ladder_command(args)
-    elif args.command == "ladder" and args.regression:
-        from redthread.commands.regression import regression_ladder_command
-
-        regression_ladder_command(args)
     elif args.command == "ladder":
-        from redthread.commands.ladder import ladder_command
+        from pathlib import Path
 
-        ladder_command(args)
+        from redthread.files import write_toml
+
+        if args.images:
+            from redthread.commands.images import image_ladder_command as command
+        elif args.regression:
+            from redthread.commands.regression import regression_ladder_command as command
+        else:
+            from redthread.commands.ladder import ladder_command as command
+        command(args)
+        write_toml(Path(args.out) / "ladder.toml", used_settings(args, vars(args)),
+                   header="the settings of this ladder: redthread ladder --config ladder.toml --out NEW_FOLDER repeats it")
     elif args.command == "attention" and (args.index is not None or args.image is not None):
         from redthread.commands.images import image_attention_command  # a ViT or captioner run: an image's patches
 
@@ -359,11 +371,60 @@ def run(args) -> None:
         print(line + (f", {r['bpc']:.4f} bits/char" if "bpc" in r else ""))
 
 
+NOT_SETTINGS = {"config", "command", "help", "model_flags", "train_flags", "out", "overwrite", "resume", "no_progress"}
+
+
+def read_settings(path: str, command: argparse.ArgumentParser) -> dict:
+    """A --config file's settings as {flag dest: value}: flags by name (n_layer or n-layer), at the top level or
+    in any table ([model], [training] only group them); an unknown name is a one-line error naming it."""
+    from pathlib import Path
+
+    from redthread.errors import InvalidValue, MissingFile
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    if not Path(path).is_file():
+        raise MissingFile(f"--config {path}: no such file")
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InvalidValue(f"--config {path}: not TOML ({str(e).splitlines()[0]})") from None
+    known = {a.dest for a in command._actions} - NOT_SETTINGS
+    settings, tables = {}, [data]
+    while tables:
+        for key, value in tables.pop().items():
+            if isinstance(value, dict):
+                tables.append(value)
+                continue
+            if key.replace("-", "_") not in known:
+                raise InvalidValue(f"--config {path}: unknown setting {key!r}; settings: {', '.join(sorted(known))}")
+            settings[key.replace("-", "_")] = value
+    return settings
+
+
+def apply_settings(parser: argparse.ArgumentParser, argv: list[str] | None, args: argparse.Namespace) -> argparse.Namespace:
+    """The --config file's settings, under the flags given on the command line (which win)."""
+    if not getattr(args, "config", None):
+        return args
+    command = parser._subparsers._group_actions[0].choices[args.command]
+    command.set_defaults(**read_settings(args.config, command))
+    return parser.parse_args(argv)
+
+
+def used_settings(args: argparse.Namespace, names) -> dict:
+    return {n: getattr(args, n) for n in names if n not in NOT_SETTINGS and getattr(args, n, None) is not None}
+
+
 def main(argv: list[str] | None = None) -> int:
     from redthread.train.distributed import Terminated
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        args = apply_settings(parser, argv, args)
         run(args)
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -141,7 +141,7 @@ def _size(n: float) -> str:
 
 # what `redthread ladder` writes in its report folder; its text, image and regression variants share it
 LADDER_REPORT = ("ladder.csv", "ladder.md", "ladder.png", "reliability.png", "regression.csv", "regression.md",
-                 "regression.png", "rungs")
+                 "regression.png", "ladder.toml", "rungs")
 
 
 def check_report_folder(out: Path, overwrite: bool, names: tuple[str, ...] = LADDER_REPORT) -> None:
@@ -156,3 +156,13 @@ def check_report_folder(out: Path, overwrite: bool, names: tuple[str, ...] = LAD
         for name in names:
             path = out / name
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def write_toml(path: Path, tables: dict[str, dict], header: str = "") -> Path:
+    """Settings as TOML, atomically; None values (which TOML cannot hold) are left out: they mean the default."""
+    import tomli_w
+
+    clean = {name: {k: v for k, v in table.items() if v is not None} if isinstance(table, dict) else table
+             for name, table in tables.items() if table is not None}
+    atomic_write_text(path, (f"# {header}\n" if header else "") + tomli_w.dumps(clean))
+    return path

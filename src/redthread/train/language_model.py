@@ -12,7 +12,7 @@ this; only rank 0 logs and writes (`train/distributed.py`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -37,6 +37,12 @@ class TrainedRun:
     data: LMData
     result: TrainResult
     final: dict  # full-split validation: nll, ppl, bpc
+    train_cfg: TrainConfig | None = None  # the training settings the run used
+
+
+def settings_line(cfg) -> str:
+    """A config as one line of name=value, the way the flags spell them."""
+    return ", ".join(f"{k}={v}" for k, v in asdict(cfg).items())
 
 
 def check_disk(folder: Path, model: torch.nn.Module) -> None:
@@ -102,8 +108,10 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
     check_disk(folder.write_dir, model)
     log(f"model: {model.num_params():,} parameters (without embeddings); {plural(cfg.n_layer, 'layer')}, "
         f"{plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
+    log(f"model settings: {settings_line(cfg)}")
+    log(f"training settings: {settings_line(train_cfg)}")
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
                    progress=progress, log=log, extra=extra, publish=folder.publish)
     final = evaluate(model, lm_data, "val", batch_size=64)  # every validation token, once
-    return TrainedRun(out, model, tokenizer, lm_data, result, final)
+    return TrainedRun(out, model, tokenizer, lm_data, result, final, train_cfg)
