@@ -122,3 +122,28 @@ def test_plain_progress_prints_about_forty_lines_for_logs():
     quiet = []
     Progress(2000, 0, False, log=quiet.append).update(2000, "x")
     assert quiet == []
+
+
+def test_tensorboard_events_are_the_metrics_read_back_by_tensorboard(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg = TrainConfig(max_iters=20, batch_size=4, eval_interval=10, eval_batches=2, log_interval=5, warmup_iters=3,
+                      tensorboard=True)
+    train(fresh_model(), make_data(), cfg, run_dir=tmp_path, progress=False)
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    losses = [(e.step, e.value) for e in events.Scalars("train/loss")]
+    assert losses == [(r["step"], pytest.approx(r["loss"], rel=1e-6)) for r in rows if "loss" in r]
+    assert [e.step for e in events.Scalars("val/nll")] == [10, 20]
+    assert len(list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))) == 1  # rewritten whole, never doubled
+
+
+def test_tensorboard_without_the_package_is_refused_before_training(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if tensorboard were not installed
+    with pytest.raises(ValueError, match="--tensorboard needs the tensorboard package"):
+        train(fresh_model(), make_data(), TrainConfig(max_iters=2, tensorboard=True), run_dir=tmp_path, progress=False)
+    assert not (tmp_path / "metrics.jsonl").exists()

@@ -41,7 +41,7 @@ from redthread.errors import InvalidValue, RedthreadError, check_int
 from redthread.files import atomic_write, atomic_write_text
 from redthread.models.base import model_device, resolve_device
 from redthread.models.likelihoods import perplexity, scored, token_nll
-from redthread.train import distributed
+from redthread.train import distributed, events
 from redthread.train.checkpoint import FILENAME, Checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.compiler import compile_model
 from redthread.train.flops import mfu, model_flops_per_token, peak_flops
@@ -88,6 +88,7 @@ class TrainConfig:
     compile: bool = False  # torch.compile the training forward
     activation_checkpointing: bool = False  # recompute each block in backward instead of storing it
     peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
+    tensorboard: bool = False  # also write TensorBoard event files (RUN/tensorboard/) from the metrics; needs tensorboard
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS}
 
@@ -287,6 +288,8 @@ def train(
     step; weights that are not finite are never saved, so the last good checkpoint is kept.
     """
     objective = objective_of(model, objective)
+    if cfg.tensorboard:
+        events.check_available()  # before any compute
     if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
         return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
     device = distributed.setup(resolve_device(cfg.device))
@@ -374,6 +377,8 @@ def train(
                     kept = f"; the last good checkpoint (step {saved_step}) is kept" if saved_step is not None else ""
                     raise RedthreadError(f"{e}{kept}") from None
                 plot_loss_curve(metrics_path, run_dir / "loss.png")
+                if cfg.tensorboard:
+                    events.write_events(read_metrics(metrics_path), run_dir / events.FOLDER)
             saved_step = step
             if publish is not None:  # the first save: a replacing run swaps in for the old one, and writes there from now
                 run_dir, publish = publish(), None
