@@ -63,8 +63,8 @@ def recurrent_jacobian_norms(model: RecurrentLM, idx: Tensor) -> Tensor:
     xp = cell.project(x)  # (B*H, T, G*H)
     state = cell.init_state(B * H, x)
     states = []
-    for t in range(T):  # the model's own step, with every state kept
-        state = cell.step(xp[:, t], state)
+    for xp_t in xp.unbind(1):  # the model's own step, with every state kept; unbind: one backward node, not T
+        state = cell.step(xp_t, state)
         for s in state:
             s.retain_grad()
         states.append(state)
