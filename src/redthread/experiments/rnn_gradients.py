@@ -255,7 +255,7 @@ def _run(quick: bool, seed: int, progress) -> Report:
     report.table(["model", *[f"seed {s}" for s in seeds]],
                  [[label, *retention[label]] for label in labels],
                  title=f"log10 retention over {K} steps, per seed")
-    report.table(["ρ", f"log retention over {K} steps", "per-step rate"],
+    report.table(["ρ", f"ln retention over {K} steps", "per-step rate (ln)"],
                  [[r, lr, rate_per_step(sweep_logn[r])] for r, lr in zip(sweep, sweep_log_retention)],
                  title=f"tanh RNN: spectral radius sweep (seed {seed})")
     plot(report, curves, sweep, sweep_log_retention, critical, retention, low, high, tf_spread, len(seeds))
