@@ -171,3 +171,57 @@ def test_recurrent_lm_overfits_a_repeated_sequence(kind):
         loss.backward()
         opt.step()
     assert loss.item() < 0.02  # from ~log 4 = 1.4 nats
+
+
+# --- the loop over time: one backward node for the input slices (issue 13, item 7) -----------
+
+
+def sliced_hidden(model: RecurrentLM, idx: torch.Tensor) -> torch.Tensor:
+    """The loop as it was, xp[:, t] at every step: an independent reference for the gradients."""
+    x = model.tok_emb(idx)  # (B, T, E)
+    for cell in model.cells:
+        xp, state, hs = cell.project(x), cell.init_state(idx.size(0), x), []
+        for t in range(idx.size(1)):
+            state = cell.step(xp[:, t], state)
+            hs.append(state[0])
+        x = torch.stack(hs, dim=1)  # (B, T, H)
+    return x
+
+
+def graph_nodes(t: torch.Tensor) -> list[str]:
+    """The names of every node in t's autograd graph, each node once."""
+    seen, stack = set(), [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(n for n, _ in node.next_functions)
+    return [type(n).__name__ for n in seen]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hidden_gradients_match_the_sliced_loop(kind):
+    torch.manual_seed(3)
+    model = RecurrentLM(tiny_cfg(cell=kind)).double()
+    idx = tokens((2, 7), seed=4)
+    params = [*model.tok_emb.parameters(), *model.cells.parameters()]  # the head is not in hidden()
+    grads = []
+    for hidden in (model.hidden, functools.partial(sliced_hidden, model)):
+        model.zero_grad(set_to_none=True)
+        (hidden(idx) ** 2).sum().backward()
+        grads.append([p.grad.clone() for p in params])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, atol=ATOL64, rtol=0)
+
+
+@pytest.mark.parametrize("T", [4, 32])
+def test_hidden_slices_its_input_once_per_layer_whatever_the_length(T):
+    """A slice xp[:, t] back-propagates by writing into a zero tensor of all of xp's size, so T of them
+    cost O(T^2); the loop must take its T inputs with one node (unbind) per layer, not T."""
+    torch.manual_seed(0)
+    model = RecurrentLM(tiny_cfg(cell="rnn"))
+    names = graph_nodes(model.hidden(tokens((2, T), seed=5)).sum())
+    assert sum("Select" in n or "Slice" in n for n in names) == 0
+    assert sum("Unbind" in n for n in names) == model.cfg.n_layer
+    assert sum("Select" in n for n in graph_nodes(sliced_hidden(model, tokens((2, T), seed=5)).sum())) == 2 * T

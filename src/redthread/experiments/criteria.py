@@ -47,7 +47,27 @@ CRITERIA["scaling"] = {}
 
 # -- rnn-gradients (C3) ----------------------------------------------------------------------------------------------
 
-CRITERIA["rnn-gradients"] = {}
+CRITERIA["rnn-gradients"] = {
+    # log10 of retention ||J(K)|| / ||J(1)|| over K = 100 steps, per seed (a model's initialisation and its sequences)
+    "rnn_vanishes": Criterion(
+        "C3", "", "log10 retention over 100 steps, tanh RNN with spectral radius 0.5", -3.0,
+        BELOW, "vanished: three orders of magnitude, the gradient from 100 steps back under 0.1% of the one from 1 step "
+               "back (the bound rho^k allows 0.5^99 ~ 1e-30; the threshold is the definition, not the bound)"),
+    "rnn_explodes": Criterion(
+        "C3", "", "log10 retention over 100 steps, tanh RNN with spectral radius 2", 3.0,
+        ABOVE, "exploded: three orders of magnitude up, the mirror of the vanishing threshold"),
+    "lstm_keeps_above": Criterion(
+        "C3", "", "log10 retention over 100 steps, LSTM with chrono forget-gate biases", -2.0,
+        ABOVE, "kept: within two orders of magnitude, short of the three that define vanishing, so the two "
+               "definitions cannot both hold"),
+    "lstm_keeps_below": Criterion(
+        "C3", "", "log10 retention over 100 steps, LSTM with chrono forget-gate biases", 2.0,
+        BELOW, "kept: within two orders of magnitude, short of the three that define exploding"),
+    "transformer_flat": Criterion(
+        "C3", "", "log10 of the Transformer's max / min ||J(k)|| over k = 1..100", 1.0,
+        BELOW, "one order of magnitude over 100 steps, a third of the three that define vanishing or exploding; "
+               "the claim is a path of constant length, no geometric change"),
+}
 
 # -- long-range (C3, C5, C6) -----------------------------------------------------------------------------------------
 
@@ -55,7 +75,27 @@ CRITERIA["long-range"] = {}
 
 # -- sequential (C4) -------------------------------------------------------------------------------------------------
 
-CRITERIA["sequential"] = {}
+CRITERIA["sequential"] = {
+    # the dependent steps: the longest chain of autograd operations against T, with B*T tokens fixed (exact counts)
+    "rnn_depth_slope": Criterion(
+        "C4", "sequential steps", "log-log slope of the RNN's longest chain of dependent operations against T", 0.5,
+        ABOVE, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    "fused_rnn_depth_slope": Criterion(
+        "C4", "sequential steps", "the same slope for torch's nn.RNN (its CPU kernel)", 0.5,
+        ABOVE, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    "transformer_depth_slope": Criterion(
+        "C4", "sequential steps", "the same slope for the Transformer", 0.5,
+        BELOW, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    # the speed: wall-clock over repeats (one thread)
+    "serial_penalty": Criterion(
+        "C4", "speed", "nn.RNN's time for one sequence of N tokens over its time for N/16 sequences of 16, divided by "
+        "the same ratio for the Transformer", 1.0,
+        ABOVE, "1: the long chain costs the RNN no more than the long sequence costs the Transformer (whose attention "
+        "does more work on it, which leans against the claim)"),
+    "long_sequence_time_ratio": Criterion(
+        "C4", "speed", "nn.RNN's forward + backward time over the Transformer's, one sequence of N tokens", 1.0,
+        ABOVE, "1: parity; a bottleneck means the RNN of the same size is slower than the Transformer"),
+}
 
 # -- permutation (C8) ------------------------------------------------------------------------------------------------
 

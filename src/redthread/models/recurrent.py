@@ -188,8 +188,10 @@ class RecurrentLM(LanguageModel):
         for layer, cell in enumerate(self.cells):
             xp = cell.project(x)  # (B, T, G*H): the only part computed for all positions at once
             state, hs = states[layer], []
-            for t in range(T):  # sequential: h_t needs h_{t-1} (C4)
-                state = cell.step(xp[:, t], state)
+            # sequential: h_t needs h_{t-1} (C4). unbind, not xp[:, t]: one backward node for all T
+            # slices, where T slices would each scatter their gradient into a zero tensor of xp's size
+            for xp_t in xp.unbind(1):  # T x (B, G*H)
+                state = cell.step(xp_t, state)
                 hs.append(state[0])
             states[layer] = state
             x = self.drop(torch.stack(hs, dim=1))  # (B, T, H)
