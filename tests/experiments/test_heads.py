@@ -1,5 +1,6 @@
-from redthread.experiments.heads import FAR, NEAR, TwoLagSource
-from redthread.experiments.report import HOLDS
+import torch
+
+from redthread.experiments.heads import FAR, N_HEAD, NEAR, TwoLagSource, offset_weights
 
 
 def test_two_lag_source_bayes_nll_matches_sampling_rule():
@@ -14,14 +15,33 @@ def test_two_lag_source_bayes_nll_matches_sampling_rule():
     assert abs(total - 1).max() < 1e-12
 
 
-def test_heads_quick_verdict(quick_report):
-    report, md, data, _ = quick_report("heads")
-    assert report.verdict == HOLDS, md
+def test_explained_by_marks_positions_one_rule_only_explains():
+    source = TwoLagSource(seed=0)
+    y = torch.from_numpy(source.sample(50, 20, seed=2))
+    near, far = source.explained_by(y)
+    assert not (near & far).any() and not near[:, :FAR].any()
+    for n, t in zip(*torch.nonzero(near, as_tuple=True)):
+        assert y[n, t] == y[n, t - NEAR] and y[n, t] != source.perm[y[n, t - FAR]]
+
+
+def test_offset_weights_of_a_known_map():
+    att = torch.zeros(1, 2, 10, 10)
+    q = torch.arange(10)
+    att[0, 0, q, (q - 1).clamp_min(0)] = 1  # head 0: the key one place back
+    att[0, 1, q, q] = 1  # head 1: the query's own key
+    w = offset_weights(att, FAR)
+    assert w[0, 1] == 1 and w[0, 0] == 0 and w[1, 0] == 1 and w[1, 1] == 0
+
+
+def test_heads_quick_report_structure(quick_report):
+    report, md, data, folder = quick_report("heads")
+    checks = {c["name"]: c for c in data["checks"]}
+    assert set(checks) == {"specialisation", "dissociation_near", "dissociation_far", "several_heads"}
+    assert {c["part"] for c in data["checks"]} == {"specialisation", "ablation", "several heads"}
+    assert all(len(c["seeds"]) >= 2 and c["threshold"] == 0.0 and c["direction"] == "above" for c in data["checks"])
     n = data["numbers"]
-    assert n["near_heads"] and n["far_heads"] and not set(n["near_heads"]) & set(n["far_heads"])
-    near = n["ablation_groups"][f"lag-{NEAR} heads {n['near_heads']}"]
-    far = n["ablation_groups"][f"lag-{FAR} heads {n['far_heads']}"]
-    assert near["near"] >= 0.5 and far["far"] >= 0.5
-    assert near["far"] < near["near"] / 3 and far["near"] < far["far"] / 3
-    assert n["val_nll"]["1_head"] - n["val_nll"]["4_heads"] >= 0.1
-    assert 0 < n["excess_nll"]["4_heads"] < 0.5
+    assert len(n["seeds"]) >= 2 and all(0 <= h < N_HEAD for h in n["near_head"] + n["far_head"])
+    assert all(a != b for a, b in zip(n["near_head"], n["far_head"]))
+    assert all(m > b for m, b in zip(n["nll_multi"], n["bayes"]))  # no model beats the exact Bayes NLL
+    for name in ("offsets", "maps", "ablation"):
+        assert (folder / f"{name}.png").exists()

@@ -103,7 +103,34 @@ CRITERIA["permutation"] = {}
 
 # -- heads (C9) ------------------------------------------------------------------------------------------------------
 
-CRITERIA["heads"] = {}
+CRITERIA["heads"] = {
+    "specialisation": Criterion(
+        "C9", "specialisation",
+        "for the lag each head serves least well, the best head's weight on that lag's key minus on the other lag's, "
+        "trained minus untrained (the same seed's initial model)",
+        0.0, ABOVE,
+        "the untrained model of the same seed gives what the best of the heads shows by chance; the claim needs, for "
+        "both lags, a head that favours that lag's key over the other's beyond it"),
+    "dissociation_near": Criterion(
+        "C9", "ablation",
+        "mean-ablating the most lag-2-specialised head: NLL lost on positions only lag 2 explains minus on those only "
+        "lag 6 explains, nats",
+        0.0, ABOVE,
+        "a head that served both dependencies alike would cost the same on both kinds of position: the claim needs "
+        "more on its own (a difference, which can be negative, never a ratio)"),
+    "dissociation_far": Criterion(
+        "C9", "ablation",
+        "mean-ablating the most lag-6-specialised head: NLL lost on positions only lag 6 explains minus on those only "
+        "lag 2 explains, nats",
+        0.0, ABOVE,
+        "a head that served both dependencies alike would cost the same on both kinds of position: the claim needs "
+        "more on its own (a difference, which can be negative, never a ratio)"),
+    "several_heads": Criterion(
+        "C9", "several heads",
+        "val NLL of one head of the full width minus that of four heads, each at its own learning rate, nats",
+        0.0, ABOVE,
+        "any positive gap: the claim is that several heads do better than one of the same width"),
+}
 
 # -- ffn (C10) -------------------------------------------------------------------------------------------------------
 
@@ -135,11 +162,70 @@ CRITERIA["memory"] = {}
 
 # -- locality (C8) ---------------------------------------------------------------------------------------------------
 
-CRITERIA["locality"] = {}
+CRITERIA["locality"] = {
+    "near_plays_sinusoidal": Criterion(
+        "C8", "sinusoidal (the paper)",
+        "mean attention mass on the 3 nearest keys (the character itself and the two before it), Shakespeare's characters, trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+    "near_markov_sinusoidal": Criterion(
+        "C8", "sinusoidal (the paper)",
+        "mean attention mass on the 2 nearest keys (the dependency range of an order-2 Markov source), trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+    "near_plays_learned": Criterion(
+        "C8", "learned",
+        "mean attention mass on the 3 nearest keys (the character itself and the two before it), Shakespeare's characters, trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+    "near_markov_learned": Criterion(
+        "C8", "learned",
+        "mean attention mass on the 2 nearest keys (the dependency range of an order-2 Markov source), trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+    "near_plays_rope": Criterion(
+        "C8", "rotary",
+        "mean attention mass on the 3 nearest keys (the character itself and the two before it), Shakespeare's characters, trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+    "near_markov_rope": Criterion(
+        "C8", "rotary",
+        "mean attention mass on the 2 nearest keys (the dependency range of an order-2 Markov source), trained on ordered text minus the same model trained on shuffled text",
+        0.0, ABOVE,
+        "the shuffled-text control (same seed, same training) measures the nearby mass that arises with no order "
+        "statistics (causal mask, architecture, chance); the claim needs more than that"),
+}
 
 # -- ensemble (C9) ---------------------------------------------------------------------------------------------------
 
-CRITERIA["ensemble"] = {}
+CRITERIA["ensemble"] = {
+    "disagreement": Criterion(
+        "C9", "disagreement",
+        "mean pairwise Jensen-Shannon divergence between the attention rows of two heads of one model, minus between "
+        "heads of two models trained apart (the next seed's), nats",
+        0.0, ABOVE,
+        "heads of separately trained models are the members of a true ensemble: heads of one model are as diverse "
+        "as an ensemble's members when they disagree at least as much"),
+    "removal_1": Criterion(
+        "C9", "graceful loss",
+        "val NLL lost by mean-ablating 1 head minus by mean-ablating the same number of random dimensions of the "
+        "attention output, nats",
+        0.0, BELOW,
+        "equal costs are what no head structure gives; an ensemble loses a whole member gracefully, so losing a head "
+        "must cost no more than losing the same width spread over every head"),
+    "removal_2": Criterion(
+        "C9", "graceful loss",
+        "val NLL lost by mean-ablating 2 heads minus by mean-ablating the same number of random dimensions of the "
+        "attention output, nats",
+        0.0, BELOW,
+        "equal costs are what no head structure gives; an ensemble loses whole members gracefully, so losing heads "
+        "must cost no more than losing the same width spread over every head"),
+}
 
 # -- vision (C14) ----------------------------------------------------------------------------------------------------
 
