@@ -71,7 +71,22 @@ CRITERIA["rnn-gradients"] = {
 
 # -- long-range (C3, C5, C6) -----------------------------------------------------------------------------------------
 
-CRITERIA["long-range"] = {}
+_RECALL_CHANCE = 1 / 16  # RecallSource(vocab_size=16): s_(t-L) is uniform and independent of the tokens between
+_ATTENTION, _RECURRENT = "attention reaches any distance (C6)", "recurrent models lose long-range recall (C3, C5)"
+CRITERIA["long-range"] = {
+    "transformer_longest": Criterion(
+        "C6", _ATTENTION, "Transformer's test recall accuracy at the longest distance", _RECALL_CHANCE, ABOVE,
+        "chance, 1/V for V = 16: a model that has not reached back L positions names s_(t-L) with probability 1/V"),
+    **{f"{m.lower()}_drop": Criterion(
+        "C3", _RECURRENT, f"{m}'s test recall accuracy at the shortest distance minus at the longest", 0.0, ABOVE,
+        "zero: the claim is that recall gets harder with distance, so any fall beyond seed noise")
+       for m in ("RNN", "LSTM")},
+    **{f"{m.lower()}_gap": Criterion(
+        "C3", _RECURRENT, f"Transformer's minus {m}'s test recall accuracy at the longest distance (same seed)", 0.0,
+        ABOVE, "zero: the claim is that the distance the Transformer bridges defeats the recurrent model, each tuned "
+        "on validation")
+       for m in ("RNN", "LSTM")},
+}
 
 # -- sequential (C4) -------------------------------------------------------------------------------------------------
 
@@ -158,7 +173,26 @@ CRITERIA["classification"] = {}
 
 # -- memory (C5) -----------------------------------------------------------------------------------------------------
 
+_STATE, _LOAD = "state size", "load"
 CRITERIA["memory"] = {}
+for _m in ("RNN", "LSTM", "GRU"):
+    CRITERIA["memory"].update({
+        f"{_m.lower()}_state": Criterion(
+            "C5", _STATE, f"{_m}'s test excess NLL at the smallest state minus at the largest (highest load), nats",
+            0.0, ABOVE, "zero: the claim is that a smaller state loses more of the past, so any rise beyond seed noise"),
+        f"{_m.lower()}_state_vs_transformer": Criterion(
+            "C5", _STATE, f"that rise for the {_m} minus the same rise for the parameter-matched Transformers, nats",
+            0.0, ABOVE, "zero: a Transformer keeps its whole window, so shrinking it should cost it less than "
+            "shrinking a recurrent state; without this control the rise could be a plain effect of model size"),
+        f"{_m.lower()}_load": Criterion(
+            "C5", _LOAD, f"{_m}'s test excess NLL at the highest load minus at the lowest (smallest state), nats",
+            0.0, ABOVE, "zero: the claim is that a fixed state loses detail as more must be held, so any rise beyond "
+            "seed noise"),
+        f"{_m.lower()}_load_vs_transformer": Criterion(
+            "C5", _LOAD, f"that rise for the {_m} minus the same rise for the matched Transformer, nats",
+            0.0, ABOVE, "zero: the Transformer's window holds every item, so a harder task alone should raise its "
+            "excess less; without this control the rise could be the task's difficulty, not the state"),
+    })
 
 # -- locality (C8) ---------------------------------------------------------------------------------------------------
 

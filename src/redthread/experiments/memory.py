@@ -1,0 +1,174 @@
+"""Claim C5: an RNN's memory is a fixed-size state that compresses all of the past, losing detail.
+
+Task: `RecallSource(distance=L)`, where s_t copies s_{t-L} with probability 0.9. To predict every
+position a model must hold the last L tokens at once, a sliding buffer of L items of log2(16) = 4
+bits each: L is the load. The source gives the exact Bayes NLL, so a model's test NLL minus it
+(its excess, a Monte-Carlo KL per token) measures what its memory loses; recall accuracy (how
+often its most probable token is s_{t-L}; chance 1/16) is reported beside it.
+
+A recurrent model's memory is its state: d_hidden numbers (RNN, GRU), 2 x d_hidden (LSTM). An
+information bound says what must give: L items of 4 bits need 4L bits, and a state of d numbers
+read at b bits of usable precision holds at most d * b bits, so for small d and large L the state
+must drop detail. A Transformer's "state" is its whole window: each past token stays available to
+attention, however narrow the model. So the claim predicts that shrinking the state, or raising the
+load, raises a recurrent model's excess, and raises a Transformer's of the same parameter count
+less (beyond seed noise).
+
+Method: RNN (orthogonal W_hh), LSTM (chrono forget-gate biases) and GRU (chrono update-gate
+biases) at several d_hidden, each size level with a one-block rotary Transformer whose d_model is
+chosen to match the GRU's parameter count (the counts are reported). Each (model, size) arm gets
+its learning rate from a small sweep on the validation split at the highest load, then >= 5
+seeds (2 in --quick) at each load; the training machinery is `long_range`'s.
+
+Criteria (fixed before the run, `experiments/criteria.py`), per recurrent model and per seed, with
+95% intervals: the excess grows as the state shrinks (smallest minus largest size, at the highest
+load) and as the load grows (highest minus lowest load, at the smallest size), and each growth is
+larger than the matched Transformer's (a difference of differences). The thresholds are zero: the
+claim is about the sign, and the intervals carry the seed noise.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from redthread.experiments.long_range import (
+    CHANCE,
+    D_EMBED,
+    LRS,
+    MIN_LENGTH,
+    N_TEST,
+    N_TRAIN,
+    N_VAL,
+    P_COPY,
+    VOCAB,
+    Arm,
+    interval_cells,
+    n_params,
+    sweep_and_train,
+)
+from redthread.experiments.report import Report
+
+NAME, CLAIMS = "memory", "C5"
+RECURRENT = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
+MODELS = {**RECURRENT, "Transformer": "transformer"}
+BATCH = 16
+
+
+def matched_width(target: int) -> int:
+    """The even Transformer d_model whose parameter count is nearest `target` (rotary positions need even widths)."""
+    return min(range(2, 257, 2), key=lambda w: abs(n_params("transformer", w) - target))
+
+
+def widths(sizes: list[int]) -> dict[str, list[int]]:
+    """Per model, its width at each size level: d_hidden for the recurrent models, a GRU-matched d_model for the Transformer."""
+    out = {name: list(sizes) for name in RECURRENT}
+    out["Transformer"] = [matched_width(n_params("gru", d)) for d in sizes]
+    return out
+
+
+def growth(high: list[float], low: list[float]) -> list[float]:
+    """Per seed, how much the excess rises from one condition (`low`) to another (`high`)."""
+    return [h - lo for h, lo in zip(high, low)]
+
+
+def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+    sizes = [4, 32] if quick else [4, 16, 64]
+    loads = [1, 4]
+    steps = 40 if quick else 250
+    lr_sweep = (1e-2,) if quick else LRS
+    seeds = [seed + k for k in range(2 if quick else 5)]
+    workers = 1 if quick else 2
+    width = widths(sizes)
+    params = {name: [n_params(MODELS[name], w) for w in width[name]] for name in MODELS}
+    report = Report(
+        NAME, CLAIMS, quick=quick,
+        setup=(
+            f"RecallSource(distance=L, p={P_COPY}, vocabulary {VOCAB}), load L in {loads} items to hold at once; "
+            f"sequences of {MIN_LENGTH} tokens, {N_TRAIN} for training, {N_VAL} for validation and {N_TEST} for the "
+            f"test scores, drawn afresh for every seed. Recurrent models (d_embed {D_EMBED}) at d_hidden {sizes}: "
+            "tanh RNN with an orthogonal W_hh, LSTM with chrono forget-gate biases, GRU with chrono update-gate "
+            f"biases; at each size level a one-block rotary Transformer of d_model {width['Transformer']}, matched to "
+            f"the GRU's parameter count. Parameters: "
+            + "; ".join(f"{n} {params[n]}" for n in MODELS)
+            + f". {steps} AdamW steps of {BATCH} sequences, 10% warm-up, cosine to a tenth of the learning rate, "
+            f"gradient clipping 1; each (model, size) chooses its learning rate from {list(lr_sweep)} by the "
+            f"validation NLL at L = {loads[-1]}, seed {seeds[0]}; seeds {seeds}."
+        ),
+        criterion=(
+            "Per recurrent model, on the per-seed test excess NLL (nats/token over the exact Bayes NLL), each with a "
+            f"95% t-interval. State size: the excess at d_hidden {sizes[0]} minus at {sizes[-1]} (load L = "
+            f"{loads[-1]}) is > 0, and exceeds the same difference for the matched Transformers. Load: the excess at "
+            f"L = {loads[-1]} minus at L = {loads[0]} (d_hidden {sizes[0]}) is > 0, and exceeds the same difference "
+            "for the matched Transformer."
+        ),
+    )
+    arms = {(name, i, L): Arm(MODELS[name], width[name][i], L) for name in MODELS
+            for i in range(len(sizes)) for L in loads}
+    sweep_from = {arm: Arm(arm.kind, arm.width, loads[-1]) for arm in arms.values()}
+    chosen, results = sweep_and_train(list(arms.values()), steps, seeds, workers, progress, sweep_from, lr_sweep)
+    excess = {key: [r["excess"] for r in results[arm]] for key, arm in arms.items()}
+    acc = {key: [r["accuracy"] for r in results[arm]] for key, arm in arms.items()}
+
+    report.number("sizes", sizes)
+    report.number("loads", loads)
+    report.number("seeds", seeds)
+    report.number("chance", CHANCE)
+    report.number("widths", width)
+    report.number("parameters", params)
+    report.number("steps", steps)
+    report.number("learning_rates", {n: [chosen[arms[(n, i, loads[-1])]] for i in range(len(sizes))] for n in MODELS})
+    report.number("excess_nll", {n: {f"L={L}": [excess[(n, i, L)] for i in range(len(sizes))] for L in loads}
+                                 for n in MODELS})
+    report.number("recall_accuracy", {n: {f"L={L}": [acc[(n, i, L)] for i in range(len(sizes))] for L in loads}
+                                      for n in MODELS})
+
+    small, large, low, high = 0, len(sizes) - 1, loads[0], loads[-1]
+    tf_state = growth(excess[("Transformer", small, high)], excess[("Transformer", large, high)])
+    tf_load = growth(excess[("Transformer", small, high)], excess[("Transformer", small, low)])
+    report.number("transformer_growth", {"state": tf_state, "load": tf_load})
+    for name in RECURRENT:
+        state = growth(excess[(name, small, high)], excess[(name, large, high)])
+        load = growth(excess[(name, small, high)], excess[(name, small, low)])
+        key = name.lower()
+        report.check(f"{key}_state", state, seeds)
+        report.check(f"{key}_state_vs_transformer", growth(state, tf_state), seeds)
+        report.check(f"{key}_load", load, seeds)
+        report.check(f"{key}_load_vs_transformer", growth(load, tf_load), seeds)
+
+    rows = [[n, sizes[i], width[n][i], params[n][i], L, *interval_cells(acc[(n, i, L)]),
+             *interval_cells(excess[(n, i, L)]), chosen[arms[(n, i, L)]]]
+            for n in MODELS for i in range(len(sizes)) for L in loads]
+    report.table(["model", "size level (d_hidden)", "width", "parameters", "L", "accuracy", "lo", "hi",
+                  "excess NLL", "lo", "hi", "lr"], rows,
+                 title=f"Test recall accuracy and excess NLL (nats/token): mean over {len(seeds)} seeds and 95% interval")
+    report.figure("excess_vs_state", excess_figure(sizes, loads, excess, params),
+                  "Test excess NLL over the Bayes limit against the size level (recurrent d_hidden; the Transformer "
+                  "matched to the GRU's parameter count), one panel per load, mean over seeds with 95% intervals.")
+    bits = [4 * L for L in loads]
+    report.note(
+        f"The information the task asks a model to hold: L items of 4 bits, {bits} bits for L = {loads}. A recurrent "
+        f"state of d_hidden = {sizes[0]} numbers ({2 * sizes[0]} for the LSTM's h and c) would need "
+        f"{bits[-1] / sizes[0]:g} bits of usable precision per number to hold L = {loads[-1]} items; trained networks "
+        "use far fewer (Collins et al. 2017 measure about one bit of memory per unit), so the small states must "
+        "drop detail. The Transformer holds none of it in a state: every token stays in its window, and attention "
+        "reads back by position."
+    )
+    return report
+
+
+def excess_figure(sizes, loads, excess, params) -> plt.Figure:
+    fig, axes = plt.subplots(1, len(loads), figsize=(5 * len(loads), 4), layout="constrained", sharey=True)
+    for ax, L in zip(axes, loads):
+        for (name, marker) in zip(MODELS, "o^vs"):
+            cells = [interval_cells(excess[(name, i, L)]) for i in range(len(sizes))]  # per size: mean, lo, hi
+            mean = [c[0] for c in cells]
+            err = [[m - c[1] for m, c in zip(mean, cells)], [c[2] - m for m, c in zip(mean, cells)]]
+            ax.errorbar(sizes, mean, yerr=err, fmt=marker + "-", capsize=3,
+                        label=f"{name} ({params[name][0]:,}–{params[name][-1]:,} params)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("size level: recurrent d_hidden")
+        ax.set_title(f"load L = {L} ({4 * L} bits to hold)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("test excess NLL over Bayes (nats/token)")
+    axes[0].legend(fontsize=8)
+    return fig
