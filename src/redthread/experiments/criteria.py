@@ -79,31 +79,16 @@ CRITERIA["sampling"] = {}
 
 # -- calibration (C12) -----------------------------------------------------------------------------------------------
 
+_NOISE_FLOOR = (
+    "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted distribution "
+    "at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite bins of finite "
+    "counts); its mean over draws is the floor (1 in this unit). A calibrated model's ECE scatters around the floor, so "
+    "twice the floor is where the miscalibration itself becomes as large as the noise it is measured with"
+)
 CRITERIA["calibration"] = {
-    "ece_bigram": Criterion(
-        "C12", "bigram", "bigram's top-1 ECE on held-out positions, in units of the noise floor (its ECE on labels "
-        "drawn from its own prediction)", 2.0, BELOW,
-        "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted "
-        "distribution at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite "
-        "bins of finite counts); its mean over draws is the floor (1 by definition of the unit). A measured ECE "
-        "scatters around the floor when the model is calibrated, so twice the floor is where the miscalibration "
-        "itself becomes as large as the noise it is measured with"),
-    "ece_mlp": Criterion(
-        "C12", "MLP", "MLP's top-1 ECE on held-out positions, in units of the noise floor (its ECE on labels "
-        "drawn from its own prediction)", 2.0, BELOW,
-        "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted "
-        "distribution at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite "
-        "bins of finite counts); its mean over draws is the floor (1 by definition of the unit). A measured ECE "
-        "scatters around the floor when the model is calibrated, so twice the floor is where the miscalibration "
-        "itself becomes as large as the noise it is measured with"),
-    "ece_transformer": Criterion(
-        "C12", "Transformer", "Transformer's top-1 ECE on held-out positions, in units of the noise floor (its ECE on labels "
-        "drawn from its own prediction)", 2.0, BELOW,
-        "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted "
-        "distribution at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite "
-        "bins of finite counts); its mean over draws is the floor (1 by definition of the unit). A measured ECE "
-        "scatters around the floor when the model is calibrated, so twice the floor is where the miscalibration "
-        "itself becomes as large as the noise it is measured with"),
+    f"ece_{key}": Criterion("C12", part, f"the {part}'s top-1 ECE on held-out positions, in units of the noise floor "
+                            "(its ECE on labels drawn from its own prediction)", 2.0, BELOW, _NOISE_FLOOR)
+    for key, part in (("bigram", "bigram"), ("mlp", "MLP"), ("transformer", "Transformer"))
 }
 
 # -- coreference (C13) -----------------------------------------------------------------------------------------------
