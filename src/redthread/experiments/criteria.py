@@ -161,11 +161,41 @@ CRITERIA["sampling"] = {}
 
 # -- calibration (C12) -----------------------------------------------------------------------------------------------
 
-CRITERIA["calibration"] = {}
+_NOISE_FLOOR = (
+    "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted distribution "
+    "at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite bins of finite "
+    "counts); its mean over draws is the floor (1 in this unit). A calibrated model's ECE scatters around the floor, so "
+    "twice the floor is where the miscalibration itself becomes as large as the noise it is measured with"
+)
+CRITERIA["calibration"] = {
+    f"ece_{key}": Criterion("C12", part, f"the {part}'s top-1 ECE on held-out positions, in units of the noise floor "
+                            "(its ECE on labels drawn from its own prediction)", 2.0, BELOW, _NOISE_FLOOR)
+    for key, part in (("bigram", "bigram"), ("mlp", "MLP"), ("transformer", "Transformer"))
+}
 
 # -- coreference (C13) -----------------------------------------------------------------------------------------------
 
-CRITERIA["coreference"] = {}
+CRITERIA["coreference"] = {
+    "pick_mean": Criterion(
+        "C13", "mean over heads", "share of a pair's two texts where the pronoun's mean weight over all heads is larger "
+        "on its referent than on the other candidate (mean over pairs)", 0.5, ABOVE,
+        "chance: a weight blind to the word that switches the referent picks the same candidate in both texts of a "
+        "pair and is right in exactly one; a coin per text is right in half on average"),
+    "flip_mean": Criterion(
+        "C13", "mean over heads", "share of pairs where the pronoun's mean weight over all heads favours the referent "
+        "in both texts (the favourite flips with the referent)", 0.25, ABOVE,
+        "chance: if each text's favourite is drawn independently of the referent, first candidate with any probability "
+        "p, both texts come out right with probability p(1 - p) <= 1/4; a weight blind to the switching word flips "
+        "in none"),
+    "pick_head": Criterion(
+        "C13", "best head (held out)", "share of a pair's two texts where one head's weight is larger on the referent "
+        "than on the other candidate, the head chosen on the other half of the pairs (largest mean margin there)",
+        0.5, ABOVE, "chance, as for the mean over heads: the head is chosen without the pairs it is scored on"),
+    "flip_head": Criterion(
+        "C13", "best head (held out)", "share of pairs where the head chosen on the other half of the pairs favours "
+        "the referent in both texts", 0.25, ABOVE,
+        "chance, as for the mean over heads: p(1 - p) <= 1/4 for a head whose favourite ignores the referent"),
+}
 
 # -- classification (C2) ---------------------------------------------------------------------------------------------
 
