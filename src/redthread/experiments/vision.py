@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
-from redthread.commands.captions import captioner_config, grounding
+from redthread.commands.captions import CAPTION_TRAIN, captioner_config, grounding
 from redthread.commands.images import VIT_TRAIN, score
 from redthread.data.captions import load_caption_data
 from redthread.experiments.classification import DIGIT_LRS, MLP_DIGITS, digit_models, excess_ece, predict_proba
@@ -100,7 +100,7 @@ def train_captioner(seed: int, steps: int, n_train: int, n_test: int) -> dict:
     data = load_caption_data("caption-shapes", n_train=n_train, n_test=n_test, seed=1000 * seed)
     torch.manual_seed(seed)
     model = Captioner(captioner_config(data, CAPTION_SIZE))
-    cfg = TrainConfig(**{**VIT_TRAIN, "max_iters": steps, "lr": CAPTION_LR, "min_lr": CAPTION_LR / 20,
+    cfg = TrainConfig(**{**CAPTION_TRAIN, "max_iters": steps, "lr": CAPTION_LR, "min_lr": CAPTION_LR / 20,
                          "warmup_iters": steps // 10, "eval_interval": steps, "eval_batches": 1, "log_interval": steps,
                          "seed": seed, "device": "cpu"})
     result = train(model, data, cfg, progress=False)
