@@ -199,7 +199,21 @@ CRITERIA["coreference"] = {
 
 # -- classification (C2) ---------------------------------------------------------------------------------------------
 
-CRITERIA["classification"] = {}
+CRITERIA["classification"] = {
+    "kl_slope_softmax": Criterion(
+        "C2", "known posterior, softmax regression", "slope of log KL(true posterior || learned) against log n", 0.0, BELOW,
+        "any fall: a softmax layer that estimates P(class | x) converges to it as n grows (theory for this well-specified "
+        "model: about -1); one that does not stalls at a KL floor (slope 0)"),
+    "kl_slope_mlp": Criterion(
+        "C2", "known posterior, MLP", "slope of log KL(true posterior || learned) against log n", 0.0, BELOW,
+        "any fall: a softmax layer that estimates P(class | x) converges to it as n grows; slope 0 is no convergence"),
+    "ece_excess_softmax": Criterion(
+        "C2", "calibration, softmax regression", "test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.0, BELOW, "the noise floor measured on a control: labels drawn from the model's own probabilities, same images"),
+    "ece_excess_mlp": Criterion(
+        "C2", "calibration, MLP", "test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.0, BELOW, "the noise floor measured on a control: labels drawn from the model's own probabilities, same images"),
+}
 
 # -- memory (C5) -----------------------------------------------------------------------------------------------------
 
@@ -293,7 +307,26 @@ CRITERIA["ensemble"] = {
 
 # -- vision (C14) ----------------------------------------------------------------------------------------------------
 
-CRITERIA["vision"] = {}
+CRITERIA["vision"] = {
+    "vit_nll_below_linear": Criterion(
+        "C14", "patches (ViT on digits)", "softmax regression's test NLL minus the ViT's, nats per image", 0.0, ABOVE,
+        "the linear rung on the same pixels, each arm with its own tuned learning rate: a patch model that carries "
+        "the machinery to images must estimate P(class | image) better than a linear function of the pixels"),
+    "order_drop_fixed": Criterion(
+        "C14", "patch order", "ViT test accuracy, unpermuted minus one fixed patch permutation", 0.0, ABOVE,
+        "the control's drop: a ViT without positions is exactly invariant to patch order (checked exactly), so any "
+        "drop is the positions' use"),
+    "order_drop_random": Criterion(
+        "C14", "patch order", "ViT test accuracy, unpermuted minus a random patch permutation per image", 0.0, ABOVE,
+        "the control's drop: a ViT without positions is exactly invariant to patch order (checked exactly), so any "
+        "drop is the positions' use"),
+    "grounding_gain": Criterion(
+        "C14", "cross-attention grounding", "grounding score minus uniform attention's share of the object", 0.0, ABOVE,
+        "the chance level: uniform attention puts exactly |object patches| / P on the named object"),
+    "vit_ece_excess": Criterion(
+        "C2", "calibration (C2, ViT)", "ViT test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.0, BELOW, "the noise floor measured on a control: labels drawn from the model's own probabilities, same images"),
+}
 
 
 def criterion(experiment: str, name: str) -> Criterion:

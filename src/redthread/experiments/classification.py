@@ -1,0 +1,329 @@
+"""Claim C2: a softmax output layer estimates P(class | input).
+
+Part 1, against a known posterior. K = 3 Gaussian classes in 2 dimensions with one shared
+covariance S and priors pi_k: x | k ~ N(mu_k, S). By Bayes,
+
+    P(k | x) = pi_k N(x; mu_k, S) / sum_j pi_j N(x; mu_j, S),
+    log pi_k N(x; mu_k, S) = -1/2 x^T S^-1 x + mu_k^T S^-1 x - 1/2 mu_k^T S^-1 mu_k + log pi_k + const.
+
+The quadratic term -1/2 x^T S^-1 x and the constant are the same for every class, so they cancel
+between numerator and denominator, leaving
+
+    P(k | x) = softmax_k(w_k . x + b_k),  w_k = S^-1 mu_k,  b_k = -1/2 mu_k^T S^-1 mu_k + log pi_k:
+
+exactly softmax regression (linear discriminant analysis; Bishop, PRML 2006, eqs. 4.65-4.70).
+Softmax regression (`SoftmaxRegression`, well specified here) and a one-layer tanh MLP
+(`MLPClassifier`) are trained by the one loop (`redthread.train.loop.train`, full batch, no
+weight decay: the maximum-likelihood fit) on n samples for several n, each with its learning rate
+picked from three on a validation draw of n / 2 samples of its own. The error is
+KL(true posterior || learned posterior), averaged over 4,000 held-out x from p(x). If the softmax
+output estimates P(class | x), the error goes to zero as n grows: the slope of log KL against
+log n is negative. For a well-specified model fitted by maximum likelihood the asymptotic theory
+gives E[KL] ~ p / (2n) with p = (K - 1)(d + 1) free parameters: a slope of about -1.
+
+Part 2, calibration on real data. The same two rungs on scikit-learn's digits (no known
+posterior): of the test images predicted with top probability 0.9, about 90% should be right.
+The expected calibration error (ECE, 15 equal-width bins of top-1 confidence; Guo et al. 2017)
+of a finite test set is never 0, even for a perfectly calibrated predictor. The control measures
+that noise floor: labels drawn from the model's own predicted probabilities (so the model is
+calibrated for them by construction) on the same test images, 200 draws; the check is the model's
+ECE minus the control's 95th percentile (below 0: indistinguishable from a calibrated predictor).
+The ViT's calibration is measured the same way in the `vision` experiment.
+
+Shape legend: N examples, D features, K classes, M control draws, B bins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import torch
+from torch import Tensor, nn
+
+from redthread.data.images import ImageData, load_digits, stratified_split
+from redthread.data.regression import RegressionData
+from redthread.experiments.report import Report
+from redthread.models.regression import MLPClassifier, SoftmaxRegression
+from redthread.train.loop import TrainConfig, evaluate, train
+
+NAME, CLAIMS = "classification", "C2"
+N_BINS, CONTROL_DRAWS, CONTROL_QUANTILE = 15, 200, 0.95
+N_HELD_OUT = 4000
+GAUSS_LRS = {"softmax regression": (0.03, 0.1, 0.3), "MLP": (0.003, 0.01, 0.03)}
+DIGIT_LRS = {"softmax regression": (3e-3, 1e-2, 3e-2), "MLP": (1e-3, 3e-3, 1e-2)}  # around commands/images.py's
+MLP_GAUSS = {"d_hidden": 16, "n_layer": 1}
+MLP_DIGITS = {"d_hidden": 128, "n_layer": 2}  # commands/images.py's MLP_SIZE
+
+
+# -- the known posterior ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GaussianClasses:
+    """x | k ~ N(means[k], cov), k ~ priors: the true P(k | x) is a softmax of a linear function (module docstring)."""
+
+    means: Tensor  # (K, D)
+    cov: Tensor  # (D, D)
+    priors: Tensor  # (K,)
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """n draws (x (N, D), k (N,)) from the joint."""
+        k = torch.multinomial(self.priors, n, replacement=True, generator=generator)  # (N,)
+        chol = torch.linalg.cholesky(self.cov)  # (D, D)
+        z = torch.randn(n, self.means.shape[1], generator=generator, dtype=self.cov.dtype)  # (N, D)
+        return self.means[k] + z @ chol.T, k
+
+    def posterior_logits(self, x: Tensor) -> Tensor:
+        """log P(k | x) up to a constant per row: x (N, D) -> (N, K), w_k . x + b_k."""
+        prec = torch.linalg.inv(self.cov)  # (D, D)
+        w = self.means @ prec  # (K, D): w_k = S^-1 mu_k (S symmetric)
+        b = -0.5 * (w * self.means).sum(-1) + self.priors.log()  # (K,)
+        return x @ w.T + b
+
+
+def three_classes(dtype=torch.float32) -> GaussianClasses:
+    return GaussianClasses(
+        means=torch.tensor([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7]], dtype=dtype),
+        cov=torch.tensor([[1.0, 0.3], [0.3, 1.0]], dtype=dtype),
+        priors=torch.tensor([0.5, 0.3, 0.2], dtype=dtype),
+    )
+
+
+def mean_kl(true_logits: Tensor, model_logits: Tensor) -> float:
+    """KL(softmax(true) || softmax(model)) in nats, averaged over the rows: (N, K), (N, K) -> a number."""
+    log_p, log_q = true_logits.log_softmax(-1), model_logits.log_softmax(-1)  # (N, K) each
+    return float((log_p.exp() * (log_p - log_q)).sum(-1).mean())
+
+
+def loglog_slope(xs, ys) -> float:
+    """The least-squares slope of log y against log x."""
+    lx, ly = torch.log(torch.tensor(xs, dtype=torch.float64)), torch.log(torch.tensor(ys, dtype=torch.float64))
+    lx, ly = lx - lx.mean(), ly - ly.mean()
+    return float((lx * ly).sum() / (lx**2).sum())
+
+
+# -- calibration and its control -------------------------------------------------------------------------------------
+
+
+def top1_ece(probs: Tensor, labels: Tensor, n_bins: int = N_BINS) -> Tensor:
+    """ECE = sum_b (n_b / N) |accuracy_b - confidence_b| over equal-width bins of top-1 confidence.
+
+    probs (N, K); labels (N,) for one ECE (a 0-dim tensor), or (M, N) for M label draws at once (M,)."""
+    conf, top = probs.max(-1)  # (N,) each
+    bins = (conf * n_bins).long().clamp(max=n_bins - 1)  # (N,)
+    onehot = torch.nn.functional.one_hot(bins, n_bins).to(probs.dtype)  # (N, B)
+    gap = (labels == top).to(probs.dtype) - conf  # (N,) or (M, N): hit - confidence
+    return (gap @ onehot).abs().sum(-1) / probs.shape[0]  # per bin |sum(hit - conf)| / N, summed over bins
+
+
+def calibrated_control(probs: Tensor, generator: torch.Generator, draws: int = CONTROL_DRAWS) -> Tensor:
+    """The ECE of a perfectly calibrated predictor: labels drawn from probs itself, `draws` times -> (M,)."""
+    labels = torch.multinomial(probs.double(), draws, replacement=True, generator=generator).T  # (M, N)
+    return top1_ece(probs, labels)
+
+
+def excess_ece(probs: Tensor, labels: Tensor, generator: torch.Generator) -> tuple[float, float, float]:
+    """(ECE, the control's 95th percentile, ECE minus it)."""
+    ece = float(top1_ece(probs, labels))
+    floor = float(torch.quantile(calibrated_control(probs, generator), CONTROL_QUANTILE))
+    return ece, floor, ece - floor
+
+
+# -- training by the one loop ----------------------------------------------------------------------------------------
+
+
+def fit(model: nn.Module, data, lr: float, steps: int, batch_size: int, seed: int, weight_decay: float = 0.0) -> nn.Module:
+    """Maximum likelihood by the shared loop: AdamW, warm-up, cosine decay to lr / 20 (no weight decay by default)."""
+    cfg = TrainConfig(max_iters=steps, batch_size=batch_size, lr=lr, min_lr=lr / 20, warmup_iters=steps // 10,
+                      weight_decay=weight_decay, eval_interval=steps, eval_batches=1, log_interval=steps, seed=seed,
+                      device="cpu")
+    train(model, data, cfg, progress=False)
+    return model.eval()
+
+
+def fit_tuned(make: Callable[[], nn.Module], data, lrs, steps: int, batch_size: int, seed: int,
+              weight_decay: float = 0.0) -> tuple[nn.Module, float]:
+    """One model per learning rate (same initialisation), the one with the lowest validation NLL."""
+    best = None
+    for lr in lrs:
+        torch.manual_seed(seed)
+        model = fit(make(), data, lr, steps, batch_size, seed, weight_decay)
+        nll = evaluate(model, data, "val", batch_size=4096)["nll"]
+        if best is None or nll < best[0]:
+            best = (nll, model, lr)
+    return best[1], best[2]
+
+
+def digit_models(make: Callable[[], nn.Module], lrs, seeds: list[int], steps: int, flat: bool = True,
+                 weight_decay: float = 0.0) -> tuple[float, list[tuple[nn.Module, object]]]:
+    """One model per seed on that seed's digits split, batch 64; the learning rate picked from `lrs` on the
+    first seed's validation split (that seed's model is the picked one: it trained on the same images).
+    Returns (lr, [(model, data whose "val" split is the test images)]); flat: pixel vectors, else images."""
+    out, lr = [], None
+    for s in seeds:
+        tune, final = digits_with_validation(s)
+        tune, final = (tune.flattened(), final.flattened()) if flat else (tune, final)
+        if lr is None:
+            model, lr = fit_tuned(make, tune, lrs, steps, 64, s, weight_decay)
+        else:
+            torch.manual_seed(s)
+            model = fit(make(), final, lr, steps, 64, s, weight_decay)
+        out.append((model, final))
+    return lr, out
+
+
+@torch.no_grad()
+def predict_proba(model: nn.Module, x: Tensor, batch_size: int = 512) -> Tensor:
+    """P(class | x) for every row (or image) of x -> (N, K)."""
+    model.eval()
+    return torch.cat([model(x[i : i + batch_size]).softmax(-1) for i in range(0, x.shape[0], batch_size)])
+
+
+def digits_with_validation(seed: int) -> tuple[ImageData, ImageData]:
+    """Seed `seed`'s stratified digits split (`load_digits(seed=...)`): (train minus validation vs
+    validation, for tuning; train minus validation vs test, for the result). The validation images
+    are 20% of the training images, per class; the test images are never used to choose anything."""
+    data = load_digits(seed=seed)
+    (x, y), test = data.split("train"), data.split("val")
+    fit_idx, val_idx = stratified_split(y, seed=seed + 1)
+    tune = ImageData(x[fit_idx], y[fit_idx], x[val_idx], y[val_idx], data.n_classes)
+    final = ImageData(x[fit_idx], y[fit_idx], *test, data.n_classes)
+    return tune, final
+
+
+# -- the experiment --------------------------------------------------------------------------------------------------
+
+
+def gaussian_arm(name: str, dist: GaussianClasses, n: int, seed: int, steps: int, held_out: Tensor) -> tuple[float, float]:
+    """Train `name` on n samples (lr tuned on n / 2 validation samples); (KL on held_out, chosen lr)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + n)
+    (x, y), (xv, yv) = dist.sample(n, g), dist.sample(max(n // 2, 20), g)
+    data = RegressionData(x, y, xv, yv)
+    D, K = x.shape[1], dist.priors.numel()
+    make = (lambda: SoftmaxRegression(D, K)) if name == "softmax regression" else (lambda: MLPClassifier(D, K, **MLP_GAUSS))
+    model, lr = fit_tuned(make, data, GAUSS_LRS[name], steps, n, seed)
+    with torch.no_grad():
+        return mean_kl(dist.posterior_logits(held_out), model(held_out)), lr
+
+
+def digit_arm(name: str, seeds: list[int], steps: int) -> dict:
+    """`name` trained on digits for every seed (`digit_models`): test accuracy, ECE and its control."""
+    make = (lambda: SoftmaxRegression(64, 10)) if name == "softmax regression" else (lambda: MLPClassifier(64, 10, **MLP_DIGITS))
+    lr, models = digit_models(make, DIGIT_LRS[name], seeds, steps)
+    out = {"lr": lr, "accuracy": [], "ece": [], "floor": [], "excess": []}
+    for s, (model, data) in zip(seeds, models):
+        x, y = data.split("val")  # the test images
+        probs = predict_proba(model, x).double()  # (N, 10)
+        ece, floor, excess = excess_ece(probs, y, torch.Generator().manual_seed(s))
+        for key, v in (("accuracy", float((probs.argmax(-1) == y).double().mean())), ("ece", ece), ("floor", floor),
+                       ("excess", excess)):
+            out[key].append(v)
+    return out
+
+
+def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+    sizes = [40, 160, 640] if quick else [40, 80, 160, 320, 640, 1280]
+    seeds = list(range(seed, seed + (2 if quick else 5)))
+    steps, digit_steps = (150, 300) if quick else (400, 1000)
+    dist = three_classes()
+    K, D = dist.priors.numel(), dist.means.shape[1]
+    n_params = (K - 1) * (D + 1)
+    report = Report(
+        NAME, CLAIMS, quick=quick,
+        setup=(
+            f"Part 1 (known posterior): {K} Gaussian classes in {D} dimensions, means (0, 0), (2, 0), (1, 1.7), shared "
+            "covariance [[1, 0.3], [0.3, 1]], priors (0.5, 0.3, 0.2), so P(class | x) is exactly a softmax of a linear "
+            f"function (derivation in the module docstring). For n in {sizes} and seeds {seeds}: softmax regression "
+            f"and a 1x{MLP_GAUSS['d_hidden']} tanh MLP, each trained by the shared loop ({steps} full-batch AdamW steps, "
+            "no weight decay: maximum likelihood), each with its learning rate picked from "
+            f"{GAUSS_LRS['softmax regression']} (softmax regression) or {GAUSS_LRS['MLP']} (MLP) on a validation draw "
+            f"of n/2 samples. Error: KL(true posterior || learned) averaged over {N_HELD_OUT} held-out x from p(x). "
+            f"Part 2 (calibration): softmax regression and a 2x128 tanh MLP on scikit-learn's digits ({digit_steps} "
+            "steps of batch 64, the recipe of `redthread ladder --images`, no weight decay), each seed its own "
+            "stratified split (80% train, of which 20% validation; 20% test), the learning rate picked per arm from "
+            f"three on the first seed's validation split. ECE: top-1 confidence in {N_BINS} equal bins on the test "
+            f"images. Control: a perfectly calibrated predictor at the same n — labels drawn from the model's own "
+            f"predicted probabilities, {CONTROL_DRAWS} draws — whose ECE is pure finite-sample noise."
+        ),
+        criterion=(
+            "Part 1 (for each model): the slope of log KL against log n, one per seed, is below 0 (the learned "
+            f"posterior converges to the true one; the theory for a well-specified maximum-likelihood fit gives about "
+            f"-1, E[KL] ~ p/(2n) with p = {n_params}). Part 2 (for each model): the test ECE minus the "
+            f"{CONTROL_QUANTILE:.0%} quantile of the calibrated control's ECE is below 0 (no more miscalibration than "
+            "a calibrated predictor shows by chance on the same images)."
+        ),
+    )
+
+    held_out, _ = dist.sample(N_HELD_OUT, torch.Generator().manual_seed(10**6 + seed))  # (N_HELD_OUT, D)
+    kl = {name: [[0.0] * len(sizes) for _ in seeds] for name in GAUSS_LRS}  # model -> seed -> size
+    lrs = {name: [[0.0] * len(sizes) for _ in seeds] for name in GAUSS_LRS}
+    total, done = 2 * len(seeds) * len(sizes) + 2, 0
+    for name in GAUSS_LRS:
+        for si, s in enumerate(seeds):
+            for ni, n in enumerate(sizes):
+                kl[name][si][ni], lrs[name][si][ni] = gaussian_arm(name, dist, n, s, steps, held_out)
+                done += 1
+                if progress is not None:
+                    progress.update(done / total, f"{name}, n={n}, seed {s}")
+    slopes = {name: [loglog_slope(sizes, kl[name][si]) for si in range(len(seeds))] for name in GAUSS_LRS}
+
+    digits = {}
+    for name in DIGIT_LRS:
+        digits[name] = digit_arm(name, seeds, digit_steps)
+        done += 1
+        if progress is not None:
+            progress.update(done / total, f"digits, {name}")
+
+    for name, key in (("softmax regression", "softmax"), ("MLP", "mlp")):
+        report.check(f"kl_slope_{key}", slopes[name], seeds)
+    for name, key in (("softmax regression", "softmax"), ("MLP", "mlp")):
+        report.check(f"ece_excess_{key}", digits[name]["excess"], seeds)
+
+    write_gaussian_results(report, sizes, seeds, kl, lrs, slopes, n_params)
+    write_digit_results(report, seeds, digits)
+    return report
+
+
+def write_gaussian_results(report: Report, sizes, seeds, kl, lrs, slopes, n_params: int) -> None:
+    report.number("sizes", sizes)
+    report.number("seeds", seeds)
+    report.number("kl", kl)
+    report.number("learning_rates", lrs)
+    report.number("kl_slopes", slopes)
+    theory = [n_params / (2 * n) for n in sizes]
+    report.number("theory_p_over_2n", theory)
+    mean = {name: [sum(kl[name][si][ni] for si in range(len(seeds))) / len(seeds) for ni in range(len(sizes))]
+            for name in kl}
+    report.number("kl_mean", mean)
+    report.table(["n", "KL softmax regression (mean over seeds)", "KL MLP (mean over seeds)", "theory p/(2n)"],
+                 [[n, mean["softmax regression"][i], mean["MLP"][i], theory[i]] for i, n in enumerate(sizes)],
+                 title="KL(true posterior || learned) against n (nats, mean over held-out x)")
+    report.table(["seed", "slope softmax regression", "slope MLP"],
+                 [[s, slopes["softmax regression"][i], slopes["MLP"][i]] for i, s in enumerate(seeds)],
+                 title="Slope of log KL against log n, per seed")
+    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+    for name, style in (("softmax regression", "o-"), ("MLP", "s-")):
+        for si in range(len(seeds)):
+            ax.loglog(sizes, kl[name][si], style, alpha=0.25, color="C0" if style == "o-" else "C1")
+        ax.loglog(sizes, mean[name], style, color="C0" if style == "o-" else "C1",
+                  label=f"{name} (mean slope {sum(slopes[name]) / len(seeds):.2f})")
+    ax.loglog(sizes, theory, "k--", label=f"p/(2n), p = {n_params}")
+    ax.set_xlabel("training examples n")
+    ax.set_ylabel("KL(true || learned), nats")
+    ax.legend(fontsize=8)
+    report.figure("kl_vs_n", fig, "The learned posterior approaches the true P(class | x): each seed faint, the mean "
+                  "bold, the asymptotic theory for a well-specified maximum-likelihood fit dashed.")
+
+
+def write_digit_results(report: Report, seeds, digits: dict) -> None:
+    report.number("digits", digits)
+    rows = []
+    for name, d in digits.items():
+        rows.append([name, d["lr"], *(sum(d[k]) / len(seeds) for k in ("accuracy", "ece", "floor", "excess"))])
+    report.table(["model", "lr (picked on validation)", "test accuracy", "ECE", "control ECE 95% quantile",
+                  "ECE minus control"], rows, title="Calibration on digits (means over seeds)")
+    if any(not math.isfinite(v) for d in digits.values() for v in d["ece"]):
+        report.note("An ECE is not finite.")
