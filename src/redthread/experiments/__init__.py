@@ -55,7 +55,7 @@ SUMMARIES = {  # name -> (claims, what it measures)
     "memory": ("C5", "recall and excess NLL against the recurrent state size"),
     "locality": ("C8", "attention weight against distance, by kind of position"),
     "ensemble": ("C9", "heads as an ensemble: disagreement, removing heads vs dimensions"),
-    "vision": ("C14", "ViT, MLP and softmax regression on digits; patch order; grounding"),
+    "vision": ("C14, C2", "ViT, MLP and softmax regression on digits; patch order; grounding"),
 }
 
 
