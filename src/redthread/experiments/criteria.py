@@ -35,11 +35,36 @@ CRITERIA: dict[str, dict[str, Criterion]] = {}
 
 # -- regression (C1) -------------------------------------------------------------------------------------------------
 
-CRITERIA["regression"] = {}
+CRITERIA["regression"] = {
+    # OLS is unbiased with covariance s^2 (X^T X)^-1, so E||y_hat - E[y|x]||^2 = s^2 (F + 1) / n: slope -1 in log-log.
+    # A plateau (an estimator that does not converge to E[y|x]) gives a slope near 0; -0.5 is the root-n rate of a
+    # slower estimator, and -1.5 would be faster than any unbiased estimator can be. Two one-sided checks.
+    "slope_above": Criterion("C1", "E[y|x]", "log-log slope of error vs true E[y|x] against n", -1.5, ABOVE,
+                             "theory gives -1 (error = s^2 (F+1)/n); below -1.5 would beat the Cramer-Rao rate"),
+    "slope_below": Criterion("C1", "E[y|x]", "log-log slope of error vs true E[y|x] against n", -0.5, BELOW,
+                             "theory gives -1; a fit that does not converge to E[y|x] plateaus (slope -> 0), -0.5 is "
+                             "half-way in the exponent"),
+    "coef_gap": Criterion("C1", "MSE = Gaussian likelihood", "max |coefficient, least squares - Gaussian likelihood "
+                          "(fit_gd)| at n = 1000", 1e-3, BELOW,
+                          "a tenth of the coefficients' own standard error at n = 1000 (s / (sqrt(n) sd(x)) = 0.014): "
+                          "the two fits cannot be told apart at the data's precision"),
+}
 
 # -- attention-as-regression (C6) ------------------------------------------------------------------------------------
 
-CRITERIA["attention-as-regression"] = {}
+CRITERIA["attention-as-regression"] = {
+    # Attention as Nadaraya-Watson regression against a fair baseline: k-nearest-neighbours, k chosen on validation
+    # (a local average with a uniform kernel). Tuned, both reach the n^(-4/5) rate of a local average with constants
+    # within 3% (kernel efficiencies 0.951 and 0.930, Silverman 1986 table 3.1), so theory puts the ratio near 1.
+    "rmse_vs_knn": Criterion("C6", "recovers E[y|x]", "RMSE against E[y|x], attention (learned width) / k-NN (k tuned "
+                             "on validation)", 1.25, BELOW,
+                             "tuned, both are local averages at the same rate (ratio ~1 in theory); 1.25 is the RMSE "
+                             "cost of a width off by a factor 1.5 (AMISE ~ h^4 + 1/(nh))"),
+    "width_vs_best": Criterion("C6", "learned weighting", "RMSE against E[y|x] at the learned width / best width of a "
+                               "sweep scored against the truth", 1.25, BELOW,
+                               "AMISE ~ a h^4 + b/(nh): RMSE within 1.25 of the best means a width within about a "
+                               "factor 1.5 of the optimum"),
+}
 
 # -- scaling (C7) ----------------------------------------------------------------------------------------------------
 
