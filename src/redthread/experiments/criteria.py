@@ -84,7 +84,23 @@ CRITERIA["sequential"] = {}
 
 # -- permutation (C8) ------------------------------------------------------------------------------------------------
 
-CRITERIA["permutation"] = {}
+CRITERIA["permutation"] = {
+    # Exact properties (no randomness in them; decided on the largest error over the permutations tried).
+    "equivariance_error": Criterion("C8", "order-blind", "max |f(x[perm]) - f(x)[perm]|, MultiHeadAttention and "
+                                    "Encoder pos='none', float32", 1e-5, BELOW,
+                                    "exactly 0 in real arithmetic; float32 reorders sums, errors ~1e-7..1e-6 on outputs "
+                                    "of order 1"),
+    "positions_break_symmetry": Criterion("C8", "positions inject order", "min |f(x[perm]) - f(x)[perm]|, Encoder "
+                                          "pos='sinusoidal', float32", 1e-2, ABOVE,
+                                          "a thousand times the float32 tolerance of the order-blind models"),
+    # Name the first token: the multiset bound E[max_v count(v)] / T is the exact best expected accuracy of any
+    # function of the multiset of tokens, so an order-blind model's accuracy minus it has mean <= 0.
+    "blind_excess": Criterion("C8", "order-blind", "val accuracy without positions minus the multiset bound", 0.0,
+                              BELOW, "the multiset bound is the best any order-blind model can reach in expectation"),
+    "positions_excess": Criterion("C8", "positions inject order", "val accuracy with sinusoidal positions minus the "
+                                  "multiset bound", 0.0, ABOVE,
+                                  "beating the best order-blind accuracy takes information about order"),
+}
 
 # -- heads (C9) ------------------------------------------------------------------------------------------------------
 
