@@ -133,7 +133,24 @@ CRITERIA["depth"] = {}
 
 # -- sampling (C12) --------------------------------------------------------------------------------------------------
 
-CRITERIA["sampling"] = {}
+CRITERIA["sampling"] = {
+    # The sampler draws from the distribution q its processors leave: then every drawn token's -log q minus H(q) is a
+    # martingale difference of mean 0, and its standardised mean z per strategy is ~N(0, 1). Over the five drawn
+    # strategies, mean z^2 is ~chi^2_5 / 5 (mean 1).
+    "sampler_chi2": Criterion("C12", "generation samples P(next | context)", "mean over the 5 drawn strategies of z^2, "
+                              "z = (mean NLL of the draws under q - mean entropy of q) / standard error", 3.02, BELOW,
+                              "the 99% quantile of chi^2_5 / 5, what a correct sampler stays under"),
+    # Exact: a property of the processed distribution at every step, nothing random in it.
+    "top_p_mass": Criterion("C12", "top-p", "least model probability kept by top-p 0.9 at any step of any seed", 0.9 - 1e-6,
+                            ABOVE, "top-p keeps the smallest set of tokens with mass >= p (Holtzman et al. 2019); "
+                            "1e-6 of float32 rounding"),
+    # Maximum likelihood over the logit scale beta sets d/dbeta = E_q[z] - E_data[z] = 0: at the optimum, the model is
+    # as surprised by real text as by its own unaltered samples, and by no other strategy's.
+    "temperature_one_closest": Criterion("C12", "training = maximum likelihood", "under the model, the smallest |NLL of "
+                                         "another strategy's continuations - real ones'| minus temperature 1's, nats",
+                                         0.0, ABOVE, "maximum likelihood ties temperature 1 to the data: it must be the "
+                                         "closest to real text of all strategies"),
+}
 
 # -- calibration (C12) -----------------------------------------------------------------------------------------------
 
