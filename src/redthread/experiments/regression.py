@@ -113,14 +113,14 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     report.table(["n", "error vs E[y|x] (mean over seeds)", "theory σ²(F+1)/n", "ratio"],
                  [[n, e, t, e / t] for n, e, t in zip(sizes, errors, theory)], title="Error against the true conditional mean")
     report.table(["seed", "slope", "max |coef gap|", "σ² least squares (RSS/n)", "σ² likelihood"],
-                 [[s, sl, g, float(m.noise_var_), float(l.noise_var_)] for s, sl, g, (m, l) in zip(seeds, slopes, gaps, fits)],
+                 [[s, sl, g, float(m.noise_var_), float(gd.noise_var_)] for s, sl, g, (m, gd) in zip(seeds, slopes, gaps, fits)],
                  title="Per seed")
     report.table(["", "least squares (MSE)", "Gaussian likelihood (AdamW, loop)"],
                  [[f"w{j}", float(mse.coef_[j]), float(nll.coef_[j])] for j in range(FEATURES)]
                  + [["intercept", float(mse.intercept_), float(nll.intercept_)]],
                  title=f"Same data, two objectives (seed {seeds[0]})")
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    for s, c in zip(seeds, curves):
+    for c in curves:
         ax.loglog(sizes, c, "-", color="0.75", lw=1)
     ax.loglog(sizes, errors, "o-", label="least squares, mean over seeds")
     ax.loglog(sizes, theory, "--", label="σ²(F+1)/n")
