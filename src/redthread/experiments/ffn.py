@@ -198,7 +198,7 @@ def best_rise(rises: dict[str, float], kind: str) -> float:
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    length, steps, n_train, n_val = (16, 150, 1000, 200) if quick else (32, 1500, 8000, 800)
+    length, steps, n_train, n_val = (16, 150, 1000, 200) if quick else (24, 600, 4000, 400)
     seeds = [seed + i for i in range(2 if quick else 5)]
     report = Report(
         NAME, CLAIMS, quick=quick,

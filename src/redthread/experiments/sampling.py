@@ -106,8 +106,8 @@ def closest_margin(rows: dict) -> float:
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    n_train, n_prompts = (1500, 128) if quick else (8000, 1000)
-    steps, n_layer = (200, 1) if quick else (1000, 2)
+    n_train, n_prompts = (1500, 128) if quick else (4000, 500)
+    steps, n_layer = (200, 1) if quick else (600, 2)
     seeds = [seed + i for i in range(2 if quick else 5)]
     report = Report(
         NAME, CLAIMS, quick=quick,
