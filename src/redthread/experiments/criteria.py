@@ -95,8 +95,11 @@ CRITERIA["permutation"] = {
                                           "a thousand times the float32 tolerance of the order-blind models"),
     # Name the first token: the multiset bound E[max_v count(v)] / T is the exact best expected accuracy of any
     # function of the multiset of tokens, so an order-blind model's accuracy minus it has mean <= 0.
-    "blind_excess": Criterion("C8", "order-blind", "val accuracy without positions minus the multiset bound", 0.0,
-                              BELOW, "the multiset bound is the best any order-blind model can reach in expectation"),
+    # A model that reaches the bound sits on it in expectation, so the margin is the validation set's own sampling
+    # noise: two standard errors of an accuracy on 10000 sequences, 2 * 0.5 / sqrt(10000) = 0.01 at most.
+    "blind_excess": Criterion("C8", "order-blind", "val accuracy without positions minus the multiset bound", 0.01,
+                              BELOW, "the multiset bound is the best any order-blind model can reach in expectation; "
+                              "0.01 = two standard errors of an accuracy on 10000 validation sequences"),
     "positions_excess": Criterion("C8", "positions inject order", "val accuracy with sinusoidal positions minus the "
                                   "multiset bound", 0.0, ABOVE,
                                   "beating the best order-blind accuracy takes information about order"),
