@@ -1,7 +1,6 @@
 import numpy as np
 
-from redthread.experiments.ffn import RuleSource
-from redthread.experiments.report import HOLDS
+from redthread.experiments.ffn import RuleSource, best_rise
 
 
 def test_rule_source_follows_its_table():
@@ -11,12 +10,20 @@ def test_rule_source_follows_its_table():
     assert np.allclose(source.log_probs(seqs)[:, 5:], 0.0)  # a rule that always applies is certain
 
 
-def test_ffn_quick_verdict(quick_report):
-    report, md, data, _ = quick_report("ffn")
-    assert report.verdict == HOLDS, md
+def test_best_rise_picks_the_kind():
+    rises = {"attention 0": 0.5, "FFN 0": 0.1, "attention 1": -0.2, "FFN 1": 0.3}
+    assert best_rise(rises, "attention") == 0.5 and best_rise(rises, "FFN") == 0.3
+
+
+def test_ffn_quick_report(quick_report):
+    report, md, data, out = quick_report("ffn")
+    checks = {c["name"]: c for c in data["checks"]}
+    assert set(checks) == {"attention_lost", "ffn_lost", "context_by_attention", "rule_by_ffn"}
+    assert {c["part"] for c in data["checks"]} == {"attention aggregates", "FFN processes"}
+    assert all(len(c["seeds"]) >= 2 for c in data["checks"])
     n = data["numbers"]
-    assert n["nll_lost"]["every attention sublayer"] >= 0.5 and n["nll_lost"]["every FFN"] >= 0.5
-    rule = n["probe_accuracy"]["f (rule output)"]
-    assert rule[0] < 0.2 and rule[-1] > 0.9  # unreadable from the embedding, readable at the end
-    assert n["context_accuracy"][1] > 0.9  # the context tokens are gathered by the first attention sublayer
-    assert max(n["rule_rise"], key=n["rule_rise"].get).startswith("FFN")
+    assert len(n["seeds"]) >= 2 and len(n["nll_lost"]["every FFN"]) == len(n["seeds"])
+    for acc in n["probe_accuracy"].values():
+        assert len(acc) == len(n["probe_points"]) and all(0 <= a <= 1 for a in acc)
+    assert all(b > 0 for b in n["bayes_rule_nll"])
+    assert (out / "probes.png").exists() and (out / "ablation.png").exists()

@@ -12,17 +12,21 @@ estimates of it from the same n training points:
       y_hat(x) = sum_i softmax_i(-(x - x_i)^2 / (2 h^2)) y_i,
   its width h learned by the shared training loop on the leave-one-out likelihood, starting from
   Silverman's rule of thumb (Silverman 1986, eq. 3.31).
-Both are scored by the RMSE against the true E[y | x] on 200 evenly spaced held-out points. A
-sweep of fixed widths h (scored against the truth, which the learner never sees) shows whether the
-learned width is a good one, and the weights themselves are checked: each query's row of
-attention weights is a distribution over the training points (non-negative, sums to 1), and it
-is local, recomputed around every query, where linear regression's weights are not.
+A fair baseline beside them, tuned on a validation split the way attention's width is tuned on
+the leave-one-out likelihood: k-nearest-neighbours regression (the mean of the k closest training
+targets, k chosen on validation), the same kind of estimator (a local average) with a uniform
+kernel. A polynomial of degree chosen on validation (Legendre basis) is reported beside, not decided
+on: it exploits the smoothness of sin(2x) with a few parameters, a different kind of estimator.
+Everything is scored by the RMSE against the true E[y | x] on 200 evenly spaced held-out points,
+over seeds (each seed its own data), with 95% intervals.
 
-Why this criterion: a line through sin(2x) on [-3, 3] is nearly flat (RMSE about 0.66 whatever n
-is), while a kernel estimate with a width near the optimum has RMSE well under the noise level for a
-few hundred points; a factor 4 separates "recovers E[y|x]" from "cannot" with room for sampling
-noise. The learned width must be as good as a width chosen knowing the truth, within 25 %. The
-locality radius 0.5 is under a sixth of sin(2x)'s period (pi).
+The claim restated as what can be tested: attention's weights are a data-dependent weighting, one
+distribution over the training points recomputed for every query, and with its width learned from
+the data it recovers a non-linear E[y | x] as well as a tuned non-parametric regressor (RMSE at most
+1.25 x tuned k-NN's), at a width near the best of a sweep of fixed widths scored against the truth,
+which the learner never sees (RMSE at most 1.25 x the sweep's best). That each row of weights sums
+to 1 holds for any softmax and is reported as a sanity property, not decided on; the line through
+sin(2x) is reported as the fixed-global-weights picture of the claim, not as a competitor.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
 from redthread.data.regression import RegressionData, make_regression
@@ -40,18 +45,15 @@ from redthread.train.loop import TrainConfig, train
 NAME, CLAIMS = "attention-as-regression", "C6"
 NOISE = 0.3
 GRID = 200  # held-out points where the estimates meet the true E[y|x]
-RATIO = 0.25  # attention's RMSE against E[y|x] at most this fraction of linear regression's
-WIDTH_SLACK = 1.25  # the learned width's RMSE within this factor of the best width of the sweep
-SUM_TOL = 1e-6  # |sum of a row of attention weights - 1|
-RADIUS = 0.5  # "local": weight mass within this distance of the query
-LOCAL_ATTENTION = 0.9  # attention puts at least this mass within RADIUS (mean over queries)
-LOCAL_LINEAR = 0.5  # linear regression's |weights| put at most this mass there
+RADIUS = 0.5  # "local": weight mass within this distance of the query (reported)
+KS = list(range(1, 101))  # k-NN's candidates, chosen on validation
+DEGREES = list(range(1, 21))  # the polynomial's candidate degrees, chosen on validation
 NW_TRAIN = {"batch_size": 128, "lr": 0.05, "min_lr": 5e-3, "warmup_iters": 10, "weight_decay": 0.0}
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     n = 300 if quick else 500
-    seeds = [seed] if quick else [seed + i for i in range(5)]
+    seeds = [seed + i for i in range(2 if quick else 5)]
     steps = 200 if quick else 300
     widths = torch.logspace(math.log10(0.03), math.log10(2.0), 25 if quick else 40, dtype=torch.float64).tolist()
     report = Report(
@@ -62,13 +64,15 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"training points with a Gaussian kernel, its width h learned by AdamW on the leave-one-out Gaussian likelihood "
             f"({steps} steps, batch {NW_TRAIN['batch_size']}, lr {NW_TRAIN['lr']}) from Silverman's rule of thumb. RMSE against "
             f"the true E[y|x] on {GRID} evenly spaced points; a sweep of {len(widths)} fixed widths from 0.03 to 2 scored the "
-            "same way. Attention weights and linear regression's equivalent-kernel weights are compared on the same queries."
+            "same way. Baselines: k-nearest-neighbours with k in 1..100 and a Legendre polynomial of degree 1..20, each "
+            "chosen on the validation points. Attention weights and linear regression's equivalent-kernel weights are "
+            "compared on the same queries."
         ),
         criterion=(
-            f"For every seed: (1) attention's RMSE against E[y|x] ≤ {RATIO} × linear regression's; (2) the learned width's "
-            f"RMSE ≤ {WIDTH_SLACK} × the best RMSE of the width sweep; (3) every row of attention weights is non-negative and "
-            f"sums to 1 within {SUM_TOL:g}; (4) on average over queries, attention puts ≥ {LOCAL_ATTENTION} of its weight "
-            f"within ±{RADIUS} of the query, while linear regression's |weights| put ≤ {LOCAL_LINEAR} there."
+            "Recovers E[y|x]: attention's RMSE against the true E[y|x] over tuned k-NN's is below 1.25 (both local "
+            "averages at the same rate: about 1 in theory). Learned weighting: the RMSE at the learned width over the "
+            "best RMSE of the width sweep is below 1.25 (a width within about a factor 1.5 of the optimum). Each decided "
+            "by the 95% interval of the per-seed ratios."
         ),
     )
     rows = []
@@ -78,41 +82,38 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             progress.update((i + 1) / len(seeds), f"seed {s}")
 
     first = rows[0]  # the seed drawn in the figures
-    keys = ("h_silverman", "h_learned", "h_best", "rmse_linear", "rmse_silverman", "rmse_learned", "rmse_best",
-            "row_sum_error", "min_weight", "local_attention", "local_linear", "negative_linear", "linear_weights_gap")
+    keys = ("h_silverman", "h_learned", "h_best", "rmse_linear", "rmse_silverman", "rmse_learned", "rmse_best", "k_best",
+            "rmse_knn", "degree_best", "rmse_poly", "row_sum_error", "min_weight", "local_attention", "local_linear",
+            "negative_linear", "linear_weights_gap")
     for key in keys:
         report.number(key, [r[key] for r in rows])
     report.number("seeds", seeds)
     report.number("widths", widths)
     report.number("rmse_by_width", first["sweep_rmse"])
     report.number("loo_rmse_by_width", first["sweep_loo"])
+    knn_ratio = [r["rmse_learned"] / r["rmse_knn"] for r in rows]
+    width_ratio = [r["rmse_learned"] / r["rmse_best"] for r in rows]
+    report.number("ratio_attention_knn", knn_ratio)
+    report.number("ratio_learned_best", width_ratio)
+    report.check("rmse_vs_knn", knn_ratio, seeds)
+    report.check("width_vs_best", width_ratio, seeds)
 
-    worst_ratio = max(r["rmse_learned"] / r["rmse_linear"] for r in rows)
-    worst_width = max(r["rmse_learned"] / r["rmse_best"] for r in rows)
-    worst_sum = max(r["row_sum_error"] for r in rows)
-    min_weight = min(r["min_weight"] for r in rows)
-    local_att = min(r["local_attention"] for r in rows)
-    local_lin = max(r["local_linear"] for r in rows)
-    report.number("worst_rmse_ratio", worst_ratio)
-    report.number("worst_width_ratio", worst_width)
-    report.decide(worst_ratio <= RATIO, f"RMSE attention / linear ≤ {RATIO}", f"worst {worst_ratio:.3f}")
-    report.decide(worst_width <= WIDTH_SLACK, f"RMSE at learned h / best of sweep ≤ {WIDTH_SLACK}", f"worst {worst_width:.3f}")
-    report.decide(worst_sum <= SUM_TOL and min_weight >= 0, f"weights ≥ 0, rows sum to 1 within {SUM_TOL:g}",
-                  f"largest row-sum error {worst_sum:.1e}, min weight {min_weight:.1e}")
-    report.decide(local_att >= LOCAL_ATTENTION and local_lin <= LOCAL_LINEAR,
-                  f"mass within ±{RADIUS}: attention ≥ {LOCAL_ATTENTION}, linear ≤ {LOCAL_LINEAR}",
-                  f"attention {local_att:.3f} (lowest seed), linear {local_lin:.3f} (highest seed)")
-
+    report.table(["seed", "RMSE attention, learned h", "RMSE k-NN (tuned k)", "k", "RMSE polynomial (tuned degree)",
+                  "degree", "RMSE linear", "attention / k-NN"],
+                 [[s, r["rmse_learned"], r["rmse_knn"], r["k_best"], r["rmse_poly"], r["degree_best"], r["rmse_linear"], q]
+                  for s, r, q in zip(seeds, rows, knn_ratio)],
+                 title="Attention against baselines tuned on validation (RMSE against the true E[y|x])")
     report.table(["seed", "Silverman h", "learned h", "best h (sweep)", "RMSE linear", "RMSE attention, Silverman h",
-                  "RMSE attention, learned h", "best RMSE (sweep)"],
+                  "RMSE attention, learned h", "best RMSE (sweep)", "learned / best"],
                  [[s, r["h_silverman"], r["h_learned"], r["h_best"], r["rmse_linear"], r["rmse_silverman"],
-                   r["rmse_learned"], r["rmse_best"]] for s, r in zip(seeds, rows)],
-                 title="RMSE against the true E[y|x]")
+                   r["rmse_learned"], r["rmse_best"], q] for s, r, q in zip(seeds, rows, width_ratio)],
+                 title="The learned width against a sweep of fixed widths (RMSE against the true E[y|x])")
     report.table(["seed", "max |row sum − 1|", "min attention weight", f"attention mass within ±{RADIUS}",
                   f"linear |weight| mass within ±{RADIUS}", "linear weights < 0 (fraction)"],
                  [[s, r["row_sum_error"], r["min_weight"], r["local_attention"], r["local_linear"], r["negative_linear"]]
                   for s, r in zip(seeds, rows)],
-                 title="The weights: a local distribution per query (attention) against one global form (linear)")
+                 title="The weights: a local distribution per query (attention) against one global form (linear); "
+                 "reported, not decided")
     report.figure("fit", _plot_fit(first), "The same points, two estimates of E[y|x]: linear regression's line and attention "
                   f"with Silverman's width and with the learned width h = {first['h_learned']:.3f} (seed {seeds[0]}).")
     report.figure("weights", _plot_weights(first), "Weights over the training points (sorted by x) for every query: attention's "
@@ -120,6 +121,10 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                   "with negative weights.")
     report.figure("bandwidth", _plot_widths(first, widths), "Error against the truth (left) and leave-one-out error the learner "
                   "can see (right) across fixed widths; the learned width and Silverman's are marked.")
+    report.note("Each row of attention weights is non-negative and sums to 1 (largest error "
+                f"{max(r['row_sum_error'] for r in rows):.1e}): true of any softmax, a sanity check of the code, not "
+                "evidence for the claim. Linear regression is shown as the picture of fixed global weights, not as a "
+                "competitor: a line through sin(2x) cannot follow it whatever n is.")
     report.note(f"Linear regression's equivalent-kernel weights reproduce its predictions within "
                 f"{max(r['linear_weights_gap'] for r in rows):.1e} (a check of the weights drawn above).")
     return report
@@ -161,6 +166,9 @@ def _one_seed(n: int, seed: int, steps: int, widths: list[float]) -> dict:
         sweep_loo.append(math.sqrt(float(((loo - y) ** 2).mean())))
     best = min(range(len(widths)), key=sweep_rmse.__getitem__)
 
+    k_best, knn_grid = knn_tuned(X, y, *data.splits["val"], grid)
+    degree_best, poly_grid = poly_tuned(X, y, *data.splits["val"], grid)
+
     near = (grid.double() - X.double()[:, 0]).abs() <= RADIUS  # (G, N): training points near each query
     lin_abs = lin_weights.abs()
     return {
@@ -168,13 +176,38 @@ def _one_seed(n: int, seed: int, steps: int, widths: list[float]) -> dict:
         "mean": mean, "att": att, "lin_weights": lin_weights, "sweep_rmse": sweep_rmse, "sweep_loo": sweep_loo,
         "h_silverman": h_silverman, "h_learned": nw.bandwidth, "h_best": widths[best],
         "rmse_linear": rmse(linear.predict(grid)), "rmse_silverman": rmse_silverman, "rmse_learned": rmse(mean),
-        "rmse_best": sweep_rmse[best],
+        "rmse_best": sweep_rmse[best], "k_best": k_best, "rmse_knn": rmse(knn_grid), "degree_best": degree_best,
+        "rmse_poly": rmse(poly_grid),
         "row_sum_error": float((att.sum(-1) - 1).abs().max()), "min_weight": float(att.min()),
         "local_attention": float((att * near).sum(-1).mean()),
         "local_linear": float(((lin_abs * near).sum(-1) / lin_abs.sum(-1)).mean()),
         "negative_linear": float((lin_weights < 0).double().mean()),
         "linear_weights_gap": float((lin_weights @ y.double() - linear.predict(grid)).abs().max()),
     }
+
+
+def knn_predict(X: torch.Tensor, y: torch.Tensor, query: torch.Tensor, ks: list[int]) -> torch.Tensor:
+    """k-nearest-neighbours regression in one dimension: (Q, len(ks)), the mean of the k closest training targets."""
+    dist = (query.double() - X.double()[:, 0]).abs()  # (Q, 1) - (N,) -> (Q, N)
+    order = dist.argsort(-1)[:, : max(ks)]  # (Q, K): nearest first
+    means = y.double()[order].cumsum(-1) / torch.arange(1, order.size(1) + 1, dtype=torch.float64)  # (Q, K)
+    return means[:, [k - 1 for k in ks]]
+
+
+def knn_tuned(X, y, X_val, y_val, grid) -> tuple[int, torch.Tensor]:
+    """k chosen by the validation MSE; returns k and the prediction on the grid (G,)."""
+    val_mse = ((knn_predict(X, y, X_val, KS) - y_val.double()[:, None]) ** 2).mean(0)  # (len(KS),)
+    k = KS[int(val_mse.argmin())]
+    return k, knn_predict(X, y, grid, [k])[:, 0]
+
+
+def poly_tuned(X, y, X_val, y_val, grid) -> tuple[int, torch.Tensor]:
+    """A Legendre polynomial in x / 3 (the inputs' range is [-3, 3]), degree chosen by the validation MSE."""
+    x, xv, xg = (t.double()[:, 0].numpy() / 3 for t in (X, X_val, grid))
+    fits = {d: np.polynomial.legendre.legfit(x, y.double().numpy(), d) for d in DEGREES}
+    val_mse = {d: float(np.mean((np.polynomial.legendre.legval(xv, c) - y_val.double().numpy()) ** 2)) for d, c in fits.items()}
+    d = min(val_mse, key=val_mse.get)
+    return d, torch.from_numpy(np.polynomial.legendre.legval(xg, fits[d]))
 
 
 def _plot_fit(r: dict) -> plt.Figure:

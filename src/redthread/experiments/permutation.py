@@ -20,11 +20,15 @@ Set-up, in two parts:
    guess P(s_1 = v | multiset) = count(v) / T: accuracy E[max_v count(v)] / T, computed exactly on
    the validation sequences. With sinusoidal positions the task is a single attention lookup.
 
-Why this criterion: float32 arithmetic reorders sums, so an exactly equivariant map still shows
-errors of order 1e-7 to 1e-6 relative to outputs of order 1; 1e-5 admits that and nothing more,
-and the sinusoidal encoder must miss by more than a thousand times that. The order-blind model
-must not beat the multiset bound (beyond 0.03 of sampling noise on the validation set), and the
-model with positions must name the first token in at least 95 % of the validation sequences.
+Why this criterion: equivariance is exact in real arithmetic, so it is an exact check: float32
+reorders sums, so an exactly equivariant map still shows errors of order 1e-7 to 1e-6 relative to
+outputs of order 1; 1e-5 admits that and nothing more, and the sinusoidal encoder must miss by more
+than a thousand times that. The task is decided over seeds (each its own data and initial weights)
+with 95% intervals against the multiset bound, derived exactly: an order-blind model's expected
+accuracy cannot exceed it (its accuracy minus the bound has mean <= 0; one that reaches the bound
+sits on it, so the margin is the validation set's sampling noise, two standard errors of an accuracy
+on 10000 sequences, 0.01), and the model with positions must beat it (accuracy minus the
+bound > 0), which only information about order allows.
 """
 
 from __future__ import annotations
@@ -42,10 +46,7 @@ from redthread.models.transformer import Encoder, TransformerConfig, Transformer
 from redthread.train.loop import TrainConfig, evaluate, train
 
 NAME, CLAIMS = "permutation", "C8"
-EQUIVARIANT = 1e-5  # max |f(x[perm]) - f(x)[perm]| without positions, at most
-BROKEN = 1e-2  # the same error with sinusoidal positions, at least
-BOUND_SLACK = 0.03  # accuracy without positions at most the multiset bound + this
-LEARNED = 0.95  # accuracy with positions, at least
+EQUIVARIANT = 1e-5  # float32 tolerance of the order-blind models (criteria.py: equivariance_error), for the figure
 VOCAB, LENGTH = 16, 8  # symbols, sequence length (the CLS token comes first, id VOCAB)
 MODEL = {"n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 128}
 TRAIN = {"batch_size": 64, "lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 20, "weight_decay": 0.0}
@@ -53,8 +54,9 @@ TRAIN = {"batch_size": 64, "lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 20, "weig
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     n_perm = 10 if quick else 50
-    steps = 300 if quick else 600
-    seeds = [seed] if quick else [seed, seed + 1, seed + 2]
+    steps = 150 if quick else 600
+    n_train, n_val = (8000, 4000) if quick else (20000, 10000)
+    seeds = [seed + i for i in range(2 if quick else 5)]
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(
@@ -63,15 +65,16 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             "bidirectional Encoder with pos='none' and pos='sinusoidal' (and a causal TransformerLM with pos='none', "
             f"unchecked); error = max |f(x[perm]) − f(x)[perm]|. (2) Name the first of {LENGTH} tokens (uniform over "
             f"{VOCAB} symbols) from a CLS token's output: Encoder ({MODEL['n_layer']} layers, {MODEL['n_head']} heads, "
-            f"d_model {MODEL['d_model']}, d_ff {MODEL['d_ff']}) + a linear head, 20000 training and 2000 validation "
+            f"d_model {MODEL['d_model']}, d_ff {MODEL['d_ff']}) + a linear head, {n_train} training and {n_val} validation "
             f"sequences, AdamW {steps} steps of batch {TRAIN['batch_size']}, lr {TRAIN['lr']}, seeds {seeds}, with "
             "pos='none' and pos='sinusoidal' from the same initial weights."
         ),
         criterion=(
-            f"(1) Without positions (MultiHeadAttention, Encoder pos='none') the error is ≤ {EQUIVARIANT:g} for every "
-            f"permutation; (2) with sinusoidal positions it is ≥ {BROKEN:g} for every permutation; (3) for every seed the "
-            f"model without positions has validation accuracy ≤ the multiset bound + {BOUND_SLACK}, and (4) the model "
-            f"with sinusoidal positions ≥ {LEARNED}."
+            "Order-blind: without positions (MultiHeadAttention, Encoder pos='none') the error is below 1e-5 for every "
+            "permutation (an exact property), and the model's validation accuracy minus the multiset bound is below 0.01, "
+            "two standard errors of the validation accuracy "
+            "(95% interval over seeds). Positions inject order: with sinusoidal positions the error is above 1e-2 for "
+            "every permutation, and the accuracy minus the multiset bound is above 0 (95% interval over seeds)."
         ),
     )
     errors = _equivariance(n_perm, seed)
@@ -79,21 +82,20 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         progress.update(0.1, "training")
     runs = []
     for i, s in enumerate(seeds):
-        runs.append(_learn(s, steps))
+        runs.append(_learn(s, steps, n_train, n_val))
         if progress is not None:
             progress.update(0.1 + 0.9 * (i + 1) / len(seeds), f"seed {s}")
 
     for key, values in errors.items():
         report.number(f"error_{key}", values)
-    blind = max(max(errors["attention"]), max(errors["encoder_none"]))
-    ordered = min(errors["encoder_sinusoidal"])
-    report.decide(blind <= EQUIVARIANT, f"without positions, error ≤ {EQUIVARIANT:g}", f"largest {blind:.1e}")
-    report.decide(ordered >= BROKEN, f"with sinusoidal positions, error ≥ {BROKEN:g}", f"smallest {ordered:.2e}")
-    over = max(r["accuracy_none"] - r["bound"] for r in runs)
-    learned = min(r["accuracy_sinusoidal"] for r in runs)
-    report.decide(over <= BOUND_SLACK, f"accuracy without positions ≤ multiset bound + {BOUND_SLACK}",
-                  f"largest excess over the bound {over:+.3f}")
-    report.decide(learned >= LEARNED, f"accuracy with sinusoidal positions ≥ {LEARNED}", f"lowest {learned:.3f}")
+    report.check("equivariance_error", max(max(errors["attention"]), max(errors["encoder_none"])))
+    report.check("positions_break_symmetry", min(errors["encoder_sinusoidal"]))
+    blind_excess = [r["accuracy_none"] - r["bound"] for r in runs]
+    ordered_excess = [r["accuracy_sinusoidal"] - r["bound"] for r in runs]
+    report.check("blind_excess", blind_excess, seeds)
+    report.check("positions_excess", ordered_excess, seeds)
+    report.number("blind_excess", blind_excess)
+    report.number("positions_excess", ordered_excess)
     for key in ("accuracy_none", "accuracy_sinusoidal", "bound", "nll_none", "nll_sinusoidal", "bound_nll"):
         report.number(key, [r[key] for r in runs])
     report.number("seeds", seeds)
@@ -103,10 +105,11 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     report.table(["model", "largest error", "median error", "smallest error"],
                  [[names[k], max(v), _median(v), min(v)] for k, v in errors.items()],
                  title=f"max |f(x[perm]) − f(x)[perm]| over {n_perm} permutations (float32)")
-    report.table(["seed", "accuracy, no positions", "multiset bound", "accuracy, sinusoidal", "val NLL, no positions",
-                  "multiset bound NLL", "val NLL, sinusoidal"],
-                 [[s, r["accuracy_none"], r["bound"], r["accuracy_sinusoidal"], r["nll_none"], r["bound_nll"],
-                   r["nll_sinusoidal"]] for s, r in zip(seeds, runs)],
+    report.table(["seed", "accuracy, no positions", "multiset bound", "no positions − bound", "accuracy, sinusoidal",
+                  "sinusoidal − bound", "val NLL, no positions", "multiset bound NLL", "val NLL, sinusoidal"],
+                 [[s, r["accuracy_none"], r["bound"], r["accuracy_none"] - r["bound"], r["accuracy_sinusoidal"],
+                   r["accuracy_sinusoidal"] - r["bound"], r["nll_none"], r["bound_nll"], r["nll_sinusoidal"]]
+                  for s, r in zip(seeds, runs)],
                  title=f"Name the first of {LENGTH} tokens ({VOCAB} symbols; chance 1/{VOCAB} = {1 / VOCAB:.4f})")
     report.figure("equivariance", _plot_errors(errors, names), "Permuting the input of an order-blind model permutes its "
                   "output up to float32 rounding; sinusoidal positions (and a causal mask) break the symmetry.")
@@ -191,8 +194,8 @@ class FirstTokenData:
         return accuracy, nll
 
 
-def _learn(seed: int, steps: int) -> dict:
-    data = FirstTokenData(20000, 2000, seed)
+def _learn(seed: int, steps: int, n_train: int, n_val: int) -> dict:
+    data = FirstTokenData(n_train, n_val, seed)
     bound, bound_nll = data.multiset_bound()
     out = {"bound": bound, "bound_nll": bound_nll}
     for pos in ("none", "sinusoidal"):
