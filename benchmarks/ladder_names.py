@@ -61,6 +61,8 @@ def main() -> None:
     ap.add_argument("--skip-markov", action="store_true")
     ap.add_argument("--skip-names", action="store_true")
     ap.add_argument("--rungs", help="names ladder rungs at redthread's sizes, comma-separated (default: all)")
+    ap.add_argument("--makemore-rungs", default=",".join(MAKEMORE_SIZES),
+                    help="rungs also trained at makemore's sizes, comma-separated ('' for none; default: %(default)s)")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
 
@@ -100,8 +102,10 @@ def names_ladder(args) -> dict:
     by_size = {"redthread": {r.rung: (r.params, r.nll) for r in results}}
     print("\n  makemore's rungs at makemore's sizes, the same training recipe:")
     by_size["makemore"] = {"bigram": by_size["redthread"]["bigram"]} if "bigram" in by_size["redthread"] else {}
-    for rung, sizes in MAKEMORE_SIZES.items():
-        params, nll, seconds = train_sized(rung, data, Budget(steps=steps), sizes)
+    for rung in [r.strip() for r in args.makemore_rungs.split(",") if r.strip()]:
+        if rung not in MAKEMORE_SIZES:
+            raise SystemExit(f"no makemore size for rung {rung!r}; rungs: {', '.join(MAKEMORE_SIZES)}")
+        params, nll, seconds = train_sized(rung, data, Budget(steps=steps), MAKEMORE_SIZES[rung])
         by_size["makemore"][rung] = (params, nll)
         print(f"  {rung:<12} {params:>9,} parameters  test NLL {nll:.4f}  ({seconds:.0f} s)")
     print("\n  against makemore (test NLL, nats/char):")
