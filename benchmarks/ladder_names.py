@@ -99,7 +99,7 @@ def names_ladder(args) -> dict:
         print(line)
     print(f"\n  whole ladder ({len(rungs)} rungs): {minutes:.1f} min  "
           f"{'MET' if minutes <= MINUTES else 'MISSED'} (target <= {MINUTES:.0f} min)")
-    by_size = {"redthread": {r.rung: (r.params, r.nll) for r in results}}
+    by_size = {"redthread": {r.rung: (total_params(r.rung, data), r.nll) for r in results}}
     print("\n  makemore's rungs at makemore's sizes, the same training recipe:")
     by_size["makemore"] = {"bigram": by_size["redthread"]["bigram"]} if "bigram" in by_size["redthread"] else {}
     for rung in [r.strip() for r in args.makemore_rungs.split(",") if r.strip()]:
@@ -108,7 +108,7 @@ def names_ladder(args) -> dict:
         params, nll, seconds = train_sized(rung, data, Budget(steps=steps), MAKEMORE_SIZES[rung])
         by_size["makemore"][rung] = (params, nll)
         print(f"  {rung:<12} {params:>9,} parameters  test NLL {nll:.4f}  ({seconds:.0f} s)")
-    print("\n  against makemore (test NLL, nats/char):")
+    print("\n  against makemore (test NLL, nats/char; every parameter counted, embeddings too, as makemore counts):")
     for size, measured in by_size.items():
         for rung, ref in TARGETS.items():
             if rung in measured:
@@ -122,7 +122,7 @@ def names_ladder(args) -> dict:
 def train_sized(rung: str, data: LadderData, budget: Budget, sizes: dict, seed: int = 1337) -> tuple[int, float, float]:
     """One rung as `redthread ladder` trains it (settings, schedule, seed), with its size fields replaced.
 
-    Returns (parameters, test NLL with every test token scored once, training seconds).
+    Returns (every parameter, test NLL with every test token scored once, training seconds).
     """
     fields, settings = rung_settings(rung, data)
     lr = settings.get("lr", 1e-3)
@@ -134,7 +134,19 @@ def train_sized(rung: str, data: LadderData, budget: Budget, sizes: dict, seed: 
         eval_interval=max(1, budget.steps), eval_batches=10, log_interval=max(1, min(50, budget.steps // 20)), seed=seed,
     )
     result = train(model, data.source, cfg, progress=False)
-    return model.num_params(), evaluate(model, data.source, "val", batch_size=64)["nll"], result.elapsed
+    return _count(model), evaluate(model, data.source, "val", batch_size=64)["nll"], result.elapsed
+
+
+def total_params(rung: str, data: LadderData, sizes: dict | None = None) -> int:
+    """Every parameter of the rung's model, embeddings included (the ladder's table counts the
+    Transformer without them); for count rungs, the ladder's own count."""
+    fields, _ = rung_settings(rung, data)
+    return _count(build_model(rung, **{**fields, **(sizes or {})}))
+
+
+def _count(model) -> int:
+    params = list(model.parameters())
+    return sum(p.numel() for p in params) if params else model.num_params()
 
 
 if __name__ == "__main__":
