@@ -41,6 +41,7 @@ def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
     names.write_text("\n".join(["emma", "olivia", "ava", "noah", "liam", "mia", "zoe", "eli"] * 20) + "\n")
     out = run_script("ladder_names.py", "--quick", "--names", str(names), "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "whole ladder" in out and "Bayes limit" in out
+    assert "makemore's split" in out and "makemore size   mlp" in out and "redthread size  transformer" in out
     assert (tmp_path / "f.json").is_file()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from redthread.data.sequences import SequenceData, load_lines
+from redthread.data.sequences import SequenceData, load_lines, makemore_split
 from redthread.errors import RedthreadError
 from redthread.models.likelihoods import IGNORE_INDEX
 from redthread.train.loop import evaluate
@@ -168,9 +168,45 @@ def test_load_lines_missing_file(tmp_path):
         load_lines(tmp_path / "absent.txt")
 
 
+def _makemore_create_datasets(words: list[str], seed: int = 3407) -> tuple[list[str], list[str]]:
+    """makemore.py's split, call for call: `torch.manual_seed(args.seed)` in main, nothing else drawing
+    from the generator, then create_datasets' size, `torch.randperm` and last-n_test slice."""
+    with torch.random.fork_rng(devices=[]):  # leave the test session's global RNG as it was
+        torch.manual_seed(seed)
+        test_set_size = min(1000, int(len(words) * 0.1))
+        rp = torch.randperm(len(words)).tolist()
+        return [words[i] for i in rp[:-test_set_size]], [words[i] for i in rp[-test_set_size:]]
+
+
+def _word(i: int) -> str:
+    """A distinct lowercase word per integer (base 26, at least two letters)."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += chr(97 + r)
+        if i == 0 and len(letters) >= 2:
+            return letters
+
+
+def _splits(data: SequenceData, tok) -> tuple[list[str], list[str]]:
+    return tuple([tok.decode(s.tolist()) for s in data.sequences(split)] for split in ("train", "val"))
+
+
+@pytest.mark.parametrize("n, seed", [(57, 3407), (250, 7), (12_345, 3407)])  # 12,345: the 1,000 cap applies
+def test_load_lines_holds_out_makemores_test_split(tmp_path, n, seed):
+    words = [_word(i) for i in range(n)]
+    train, test = _makemore_create_datasets(words, seed)
+    data, tok = load_lines(_write(tmp_path, "\n".join(words) + "\n"), seed=seed)
+    assert _splits(data, tok) == (train, test)  # the same names, in the same order
+    assert makemore_split(words, len(test), seed) == (train, test)
+    assert len(test) == min(1000, n // 10)
+
+
 @pytest.mark.skipif(not NAMES.is_file(), reason="names.txt is not present")
 def test_load_lines_names_matches_makemore_split():
     data, tok = load_lines(NAMES)
+    words = [w.strip() for w in NAMES.read_text().splitlines() if w.strip()]  # makemore's reading of the file
+    assert _splits(data, tok) == _makemore_create_datasets(words)
     # 32,033 names: the last line has no newline, so `wc -l` counts 32,032; makemore also splits 31,033 / 1,000
     assert (data.n_sequences("train"), data.n_sequences("val")) == (31_033, 1_000)
     assert tok.vocab_size == data.vocab_size == 27 and tok.decode(range(27)) == ".abcdefghijklmnopqrstuvwxyz"

@@ -145,9 +145,12 @@ def load_lines(
     the file are ignored, a blank line before the last example is an error. The vocabulary is
     the file's distinct characters in code-point order, after the boundary at id 0, which
     decodes as '.' (makemore's convention) unless '.' occurs in the data, then as '\\n' (never
-    in a line). The lines are shuffled by `torch.randperm` seeded with `seed` and the first
-    min(max_test, round(test_fraction * n)) become the val split. Each line counts its
-    characters plus its newline for bits per character, so a character model has 1 token/char.
+    in a line). The split is makemore's (`create_datasets` after `torch.manual_seed(seed)`):
+    the lines are permuted by `torch.randperm(n)` from a generator seeded with `seed`, the LAST
+    min(max_test, int(test_fraction * n)) of the permutation become the val split and the rest,
+    in permutation order, the train split; with the default seed 3407, exactly makemore's test
+    names of names.txt. Each line counts its characters plus its newline for bits per
+    character, so a character model has 1 token/char.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
@@ -173,7 +176,7 @@ def load_lines(
     if "" in lines:
         raise InvalidValue(f"{path} line {lines.index('') + 1} is blank: every line before the last example must hold one")
     n = len(lines)
-    n_test = min(max_test, round(test_fraction * n))
+    n_test = min(max_test, int(test_fraction * n))  # makemore's size: 10% rounded down, at most 1,000
     if not 1 <= n_test < n:
         raise InvalidValue(
             f"{path} has {n} lines: too few to hold out a validation split with test_fraction={test_fraction}, max_test={max_test}"
@@ -181,9 +184,7 @@ def load_lines(
     chars = sorted(set("".join(lines)))
     boundary_char = next(c for c in BOUNDARY_CHARS if c not in chars)
     tokenizer = CharTokenizer(boundary_char + "".join(chars))  # boundary at id 0
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
-    lines = [lines[i] for i in order]  # with seed 3407, makemore's own split of names.txt
-    val, train = lines[:n_test], lines[n_test:]
+    train, val = makemore_split(lines, n_test, seed)
     lengths = np.array([len(line) for line in train + val])
     ids = tokenizer.encode_array("".join(train + val)).astype(np.int64)
     seqs = np.split(ids, np.cumsum(lengths)[:-1])
@@ -198,6 +199,17 @@ def load_lines(
         val_chars=int(lengths[len(train) :].sum()) + len(val),
     )
     return data, tokenizer
+
+
+def makemore_split(lines: Sequence[str], n_test: int, seed: int) -> tuple[list[str], list[str]]:
+    """(train, test) as makemore splits: `rp = torch.randperm(n)` after seeding, test the last n_test.
+
+    makemore seeds the global generator (`torch.manual_seed(3407)`) and nothing draws from it
+    before `create_datasets` calls `torch.randperm(len(words))`; a fresh generator seeded the
+    same gives the same permutation without touching the global RNG.
+    """
+    order = torch.randperm(len(lines), generator=torch.Generator().manual_seed(seed)).tolist()
+    return [lines[i] for i in order[: len(lines) - n_test]], [lines[i] for i in order[len(lines) - n_test :]]
 
 
 def _line_of(data: bytes, offset: int) -> int:
