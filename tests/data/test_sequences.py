@@ -13,7 +13,7 @@ from redthread.errors import RedthreadError
 from redthread.models.likelihoods import IGNORE_INDEX
 from redthread.train.loop import evaluate
 
-NAMES = Path("/work/shared/data/names.txt")
+NAMES = Path(__file__).resolve().parents[2] / "data" / "names.txt"
 SEQS = [np.array([1, 2, 3]), np.array([4]), np.array([2, 2]), np.array([3, 1, 4, 1]), np.array([], dtype=np.int64)]
 
 
