@@ -103,7 +103,33 @@ CRITERIA["ffn"] = {}
 
 # -- depth (C11) -----------------------------------------------------------------------------------------------------
 
-CRITERIA["depth"] = {}
+CRITERIA["depth"] = {
+    "residual_trains": Criterion(
+        "C11", "residuals", "fraction of the unigram-to-Bayes gap the deep residual + LayerNorm stack closes on the "
+        "test split", 0.5, ABOVE,
+        "half-way between the unigram NLL (no context used: 0) and the Bayes limit (1): the deep stack is trainable"),
+    "residual_gap": Criterion(
+        "C11", "residuals", "test NLL without residual connections (LayerNorm only) minus with (residual + LayerNorm), "
+        "same depth, each arm at its own learning rate picked on validation, nats/token", 0.0, ABOVE,
+        "any positive gap: the claim is that residual connections help (the 95% interval over seeds carries the "
+        "seed-to-seed noise of training)"),
+    "identity_residual": Criterion(
+        "C11", "residuals", "share of the variance of the last block's output vectors explained by the current token, "
+        "residual + LayerNorm, at initialisation", 0.5, ABOVE,
+        "half-way between total collapse (0: nothing of the token is left) and vectors that are a function of the "
+        "token alone (1): the token's identity reaches the head"),
+    "identity_no_residual": Criterion(
+        "C11", "residuals", "the same share without residual connections (LayerNorm only), at initialisation",
+        0.5, BELOW,
+        "the same half-way point: without residual connections the token's identity is mostly lost on the way up "
+        "(rank collapse, Dong et al. 2021)"),
+    "layernorm_gap": Criterion(
+        "C11", "LayerNorm", "test NLL without LayerNorm (residual only) minus with (residual + LayerNorm) in the "
+        "stress regime (deeper, wider, no gradient clipping, larger learning rates in the sweep), each arm at its own "
+        "learning rate picked on validation, nats/token", 0.0, ABOVE,
+        "any positive gap: the claim is that LayerNorm helps (the 95% interval over seeds carries the seed-to-seed "
+        "noise of training)"),
+}
 
 # -- sampling (C12) --------------------------------------------------------------------------------------------------
 
