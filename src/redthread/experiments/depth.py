@@ -27,8 +27,8 @@ residual stack closes, and the per-seed gap between the two. The mechanism, at i
 the share of the variance of the last block's output vectors explained by the current token
 (`token_identity`). With residual connections the embedding of the token passes up the stream;
 without them every attention layer averages the positions' vectors and the token's identity
-collapses (a forward collapse of rank, not a vanishing gradient: the gradient norms per block are
-reported beside it).
+collapses (a forward collapse of rank; the gradient norms per block are reported beside it, to
+tell a collapse apart from a vanishing gradient).
 
 LayerNorm. Pre-norm LayerNorm rescales each sublayer's input to zero mean and unit variance: it matters
 when the stream's scale drifts. A regime that stresses it: a deeper and wider residual stack, no
@@ -299,10 +299,12 @@ def _identity_part(report: Report, identity, chance, grads, stds, seeds, depths,
                   "std entering the head"],
                  [[v, grads[v][0], grads[v][-1], ratio[v], stds[v][-1]] for v in VARIANTS],
                  title=f"At initialisation, depth {depth}, seed {seeds[0]}: gradient flow and the stream's scale")
-    report.note("Without residual connections the gradient reaching the first block is not what vanishes (its ratio to "
-                "the last block's is in the table above); what is lost is the token: each attention layer averages the "
-                "positions' vectors, and without a residual path the current token's share of the last layer's vectors "
-                "falls towards the shuffled-ids chance level.")
+    report.note(f"At initialisation, depth {depth}: the first block's gradient norm over the last block's is "
+                + ", ".join(f"{v} {ratio[v]:.2g}" for v in VARIANTS) + "; the current token's share of the last block's "
+                "output variance is " + ", ".join(f"{v} {mean[v, depth]:.3f}" for v in VARIANTS)
+                + f" (shuffled ids, chance: {chance_mean[depth]:.3f}). A ratio far from 1 is a gradient that vanishes "
+                "or explodes on the way down; a share near chance is a forward collapse: the token no longer reaches "
+                "the head.")
 
 
 def _train_one(variant: str, regime: Regime, lr: float, seed: int) -> dict:
