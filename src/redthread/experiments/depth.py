@@ -50,6 +50,7 @@ from torch import Tensor, nn
 
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
+from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
@@ -313,8 +314,13 @@ def _train_one(variant: str, regime: Regime, lr: float, seed: int) -> dict:
     cfg = TrainConfig(max_iters=regime.steps, batch_size=BATCH, lr=lr, min_lr=lr / 10, warmup_iters=regime.steps // 10,
                       grad_clip=regime.grad_clip, eval_interval=regime.steps, log_interval=regime.steps, seed=seed,
                       device="cpu")
-    train(model, d["data"], cfg, progress=False)
-    val, test = evaluate(model, d["data"], "val")["nll"], evaluate(model, d["test"], "val")["nll"]
+    try:
+        train(model, d["data"], cfg, progress=False)
+        val, test = evaluate(model, d["data"], "val")["nll"], evaluate(model, d["test"], "val")["nll"]
+    except RedthreadError as error:  # the loop stops a run whose loss or gradient is not finite
+        if "diverged" not in str(error):
+            raise
+        val = test = math.nan
     diverged = not (math.isfinite(val) and math.isfinite(test))
     if diverged:  # scored as the unigram model (no context): generous to it, and finite for the verdict's arithmetic
         val = test = d["unigram"]
@@ -346,7 +352,7 @@ def _compare(arms: tuple[str, str], regime: Regime, seeds: list[int], progress, 
         for arm in arms:
             runs[arm, s] = _train_one(arm, regime, picked[arm], s)
             tick(f"depth {regime.depth}: {arm}, seed {s}")
-    return {"arms": arms, "picked": picked, "sweep": sweep, "runs": runs}
+    return {"arms": arms, "picked": picked, "sweep": sweep, "runs": runs, "first": first}
 
 
 def _training_part(report: Report, part: str, regime: Regime, out: dict, seeds: list[int], other: str, gap_name: str) -> None:
@@ -373,6 +379,13 @@ def _training_part(report: Report, part: str, regime: Regime, out: dict, seeds: 
                    *(runs[arm, s]["test_nll"] for arm in out["arms"]), *(runs[arm, s]["closed"] for arm in out["arms"]), g]
                   for s, g in zip(seeds, gaps)],
                  title=f"{part}: test NLL per seed, depth {regime.depth}, each arm at its picked learning rate")
+    report.number(f"{key}_diverged", {arm: {str(lr): out["first"][arm, lr]["diverged"] for lr in regime.lrs}
+                                      for arm in out["arms"]})
+    diverged = [f"{r['variant']} at lr {r['lr']:g} (seed {r['seed']})" for r in [*out["first"].values(), *runs.values()]
+                if r["diverged"]]
+    if diverged:
+        report.note(f"{part}: diverged (loss or gradient not finite; scored as the unigram model): "
+                    f"{'; '.join(sorted(set(diverged)))}.")
     edge = [arm for arm in out["arms"] if picked[arm] in (regime.lrs[0], regime.lrs[-1])]
     if edge:
         report.note(f"{part}: the picked learning rate lies at the edge of the sweep for {', '.join(edge)}.")
