@@ -189,7 +189,7 @@ def regimes(quick: bool) -> tuple[Regime, Regime, list[int]]:
     """The residual comparison's regime, the LayerNorm stress regime, and the depths measured at initialisation."""
     if quick:
         return Regime(3, 32, 40, 1.0, (3e-3, 1e-2)), Regime(4, 48, 40, 0.0, (1e-2, 3e-2)), [1, 3]
-    return Regime(8, 32, 120, 1.0, (3e-3, 1e-2, 3e-2)), Regime(24, 48, 100, 0.0, (3e-3, 1e-2, 3e-2)), [1, 2, 4, 8, 16, 24]
+    return Regime(8, 32, 120, 1.0, (3e-3, 1e-2, 3e-2)), Regime(24, 48, 100, 0.0, (1e-3, 3e-3, 1e-2, 3e-2)), [1, 2, 4, 8, 16, 24]
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
