@@ -3,30 +3,44 @@ stable input distributions). He et al. 2016 (residual learning); Ba et al. 2016 
 Xiong et al. 2020 (pre-norm); Dong et al. 2021 (attention without skip connections loses rank
 with depth).
 
-Set-up: the same decoder stack in four variants, built here from the library's
-`MultiHeadAttention` and `FeedForward` (the library's `DecoderBlock` always has both parts):
+The same decoder stack in four variants, built here from the library's `MultiHeadAttention` and
+`FeedForward` (the library's `DecoderBlock` always has both parts):
 
     residual + LayerNorm   x = x + Sublayer(LN(x))     (pre-norm, the library's default)
     residual only          x = x + Sublayer(x)
     LayerNorm only         x = Sublayer(LN(x))
     neither                x = Sublayer(x)
 
-with a final LayerNorm exactly when the variant has LayerNorm and the same training for all, at
-several depths. The residual variants start from the library's GPT-2 initialisation; those
-without residuals from a variance-preserving one (see `StackLM`), since GPT-2's small weights
-would shrink their signal below LayerNorm's epsilon and decide the outcome by themselves. The data are a first-order
-Markov chain with peaked rows: the best prediction needs only the current token, so every depth
-can represent it, and what is tested is whether gradient descent finds it through the stack.
+with a final LayerNorm exactly when the variant has LayerNorm. The residual variants start from
+the library's GPT-2 initialisation; those without residuals from a variance-preserving one (see
+`StackLM`), since GPT-2's small weights would shrink their signal below LayerNorm's epsilon and
+decide the outcome by themselves. The data are first-order Markov chains with peaked rows: the
+best prediction needs only the current token, so every depth can represent it, and what is tested
+is whether training finds it through the stack.
 
-Measured per variant and depth: the validation NLL after training, as the fraction of the gap
-between the unigram NLL (no context) and the Bayes NLL that training closed; the gradient norm of
-each block's parameters on one fixed batch at initialisation (gradient flow), and the standard
-deviation of the residual stream entering each block (the input distributions).
+The claim in two parts, each decided over seeds (`experiments/criteria.py`, section "depth"):
+
+Residuals. A deep stack with residual connections and LayerNorm against the same stack without
+residual connections (LayerNorm only), each at its own learning rate (picked on validation in a
+sweep on the first seed), scored on a test split: the fraction of the unigram-to-Bayes gap the
+residual stack closes, and the per-seed gap between the two. The mechanism, at initialisation:
+the share of the variance of the last block's output vectors explained by the current token
+(`token_identity`). With residual connections the embedding of the token passes up the stream;
+without them every attention layer averages the positions' vectors and the token's identity
+collapses (a forward collapse of rank; the gradient norms per block are reported beside it, to
+tell a collapse apart from a vanishing gradient).
+
+LayerNorm. Pre-norm LayerNorm rescales each sublayer's input to zero mean and unit variance: it matters
+when the stream's scale drifts. A regime that stresses it: a deeper and wider residual stack, no
+gradient clipping, and larger learning rates in the sweep; residual + LayerNorm against residual
+only, each at its own learning rate, the per-seed gap on the test split.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,7 +48,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
+from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
@@ -49,12 +65,9 @@ VARIANTS = {  # name -> (residual, LayerNorm)
     "LayerNorm only": (False, True),
     "neither": (False, False),
 }
-REFERENCE, NO_LN, NO_RESIDUAL = "residual + LayerNorm", "residual only", ("LayerNorm only", "neither")
-VOCAB, N_HEAD = 16, 4
-TRAINS, FAILS = 0.8, 0.5  # fraction of the unigram-to-Bayes gap closed: trainable at or above, not trainable below
-LN_COST = 0.05  # nats: without LayerNorm the deepest residual stack must end at least this much worse
-GRAD_DEPTHS = [2, 6, 12, 24]  # depths whose gradients and activations are measured at initialisation
-FLOW, VANISH = 10.0, 100.0  # |first / last block gradient norm| within a factor FLOW (flows), beyond VANISH (does not)
+REFERENCE, NO_LN, NO_RESIDUAL = "residual + LayerNorm", "residual only", "LayerNorm only"
+VOCAB, N_HEAD, LENGTH, BATCH = 16, 4, 16, 32
+N_TRAIN, N_VAL, N_TEST = 4000, 500, 500  # sequences per seed: training, validation (picks the rate), test (the verdict)
 
 
 class StackBlock(nn.Module):
@@ -110,6 +123,31 @@ class StackLM(LanguageModel):
         return self.lm_head(self.norm_f(x))
 
 
+def token_identity(h: Tensor, tokens: Tensor) -> float:
+    """The share of the variance of vectors h (N, C) explained by their token ids tokens (N,):
+    1 - (sum of squares within each token's group) / (total sum of squares around the mean), the R^2
+    of predicting each vector by its token's mean vector. 1: the vectors are a function of the token
+    alone; 0: nothing of the token is left (or all vectors are equal: nothing to explain)."""
+    h = h.double()
+    total = (h - h.mean(0)).pow(2).sum()
+    if total <= 0:
+        return 0.0
+    ids, group = torch.unique(tokens, return_inverse=True)  # group (N,): index of each vector's token
+    sums = torch.zeros(len(ids), h.size(1), dtype=h.dtype).index_add_(0, group, h)  # (G, C)
+    means = sums / torch.bincount(group, minlength=len(ids)).unsqueeze(1)  # (G, C)
+    within = (h - means[group]).pow(2).sum()
+    return float(1 - within / total)
+
+
+@torch.no_grad()
+def last_block_output(model: StackLM, x: Tensor) -> Tensor:
+    """The stream leaving the last block (before the final LayerNorm and the head): x (B, T) -> (B, T, C)."""
+    h = model.embed(x)
+    for block in model.blocks:
+        h = block(h)
+    return h
+
+
 def block_gradients(model: StackLM, x: Tensor, y: Tensor) -> list[float]:
     """The norm of the NLL's gradient over each block's parameters, first block first, on one batch."""
     model.zero_grad()
@@ -129,125 +167,249 @@ def input_stds(model: StackLM, x: Tensor) -> list[float]:
     return stds + [h.std().item()]
 
 
+
+
+@dataclass(frozen=True)
+class Regime:
+    """One comparison's stack and training: depth, width, steps, gradient clipping (0: off), the rates swept."""
+
+    depth: int
+    d_model: int
+    steps: int
+    grad_clip: float
+    lrs: tuple[float, ...]
+
+    def describe(self) -> str:
+        clip = f"gradient clipping {self.grad_clip:g}" if self.grad_clip else "no gradient clipping"
+        return (f"depth {self.depth}, d_model {self.d_model}, {N_HEAD} heads, d_ff {4 * self.d_model}, {self.steps} steps of "
+                f"batch {BATCH}, {clip}, learning rates {list(self.lrs)}")
+
+
+def regimes(quick: bool) -> tuple[Regime, Regime, list[int]]:
+    """The residual comparison's regime, the LayerNorm stress regime, and the depths measured at initialisation."""
+    if quick:
+        return Regime(3, 32, 40, 1.0, (3e-3, 1e-2)), Regime(4, 48, 40, 0.0, (1e-2, 3e-2)), [1, 3]
+    return Regime(8, 32, 120, 1.0, (3e-3, 1e-2, 3e-2)), Regime(24, 48, 100, 0.0, (1e-3, 3e-3, 1e-2, 3e-2)), [1, 2, 4, 8, 16, 24]
+
+
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    depths, steps = ([1, 3], 150) if quick else ([1, 2, 4, 8, 16], 200)
-    d_model, length, batch, lr = 32, 16, 32, 1e-2
-    deepest, grad_deepest = depths[-1], GRAD_DEPTHS[-1]
+    res, stress, id_depths = regimes(quick)
+    seeds = [seed + i for i in range(2 if quick else 5)]
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(
-            f"Data: a first-order Markov chain over {VOCAB} symbols, transition rows Dirichlet(0.3) (seed {seed}); "
-            f"4000 training and 500 validation sequences of {length} tokens. Models: the four variants (residual or "
-            f"not, LayerNorm or not), d_model {d_model}, {N_HEAD} heads, d_ff {4 * d_model}, sinusoidal positions, "
-            "GPT-2 initialisation with residuals (output projections scaled by 1/sqrt(2 n_layer)), a variance-preserving "
-            f"one without (He before the GELU, LeCun elsewhere), model seed {seed}. Training at "
-            f"depths {depths}: AdamW lr {lr} (warm-up then cosine), batch {batch}, gradient clipping 1.0, {steps} steps. "
-            "Gap closed = (unigram NLL − val NLL) / (unigram NLL − Bayes NLL), the unigram NLL from the training-token "
-            f"frequencies. At initialisation, at depths {GRAD_DEPTHS}: the gradient norm of each block's parameters and "
-            "the standard deviation of the stream entering each block, on one fixed training batch."
+            f"Seeds {seeds}; per seed a first-order Markov chain over {VOCAB} symbols (transition rows Dirichlet(0.3), "
+            f"chain seed = seed) with {N_TRAIN} training, {N_VAL} validation and {N_TEST} test sequences of {LENGTH} "
+            "tokens. The four variants (residual or not, LayerNorm or not), sinusoidal positions, GPT-2 initialisation "
+            "with residuals, a variance-preserving one without (He before the GELU, LeCun elsewhere). Each comparison "
+            f"gives each arm the learning rate of its sweep with the lowest validation NLL on seed {seed}, then trains "
+            "every seed at it (AdamW, warm-up then cosine decay to a tenth) and scores the test split. Gap closed = "
+            "(unigram NLL − test NLL) / (unigram NLL − Bayes NLL), the unigram NLL from the training-token frequencies. "
+            f"Residuals: residual + LayerNorm against LayerNorm only, {res.describe()}; at initialisation, at depths "
+            f"{id_depths} (d_model {res.d_model}), the share of the variance of the last block's output vectors explained "
+            f"by the current token, on one training batch of {BATCH} sequences per seed, beside the same share with the "
+            "token ids shuffled (chance), and at depth "
+            f"{res.depth} the gradient norm of each block's parameters. LayerNorm, a stress regime: residual + LayerNorm "
+            f"against residual only, {stress.describe()}."
         ),
         criterion=(
-            f"(1) Residual + LayerNorm at depth {deepest} closes ≥ {TRAINS:.0%} of the gap. (2) Without residual "
-            f"connections (with or without LayerNorm) the depth-{deepest} stack closes < {FAILS:.0%}, while the "
-            f"shallowest stack with LayerNorm and no residual (depth {depths[0]}) closes ≥ {TRAINS:.0%}. (3) Residual "
-            f"without LayerNorm ends ≥ {LN_COST} nats above residual + LayerNorm at depth {deepest}. (4) At "
-            f"initialisation, depth {grad_deepest}: the first block's gradient norm is within a factor {FLOW:g} of the "
-            f"last block's with residual + LayerNorm, and beyond a factor {VANISH:g} (vanished or exploded) without "
-            "residual connections."
+            f"Residuals (depth {res.depth}): the residual + LayerNorm stack closes more than half the unigram-to-Bayes "
+            "gap; without residual connections the test NLL is higher; at initialisation the current token explains "
+            "more than half the variance of the last block's output with residual connections, and less than half "
+            f"without. LayerNorm (the stress regime, depth {stress.depth}): without LayerNorm the test NLL is higher. "
+            "Every check: the 95% t-interval over the seeds against the threshold in the Checks table; each arm at "
+            "its own learning rate."
         ),
     )
+    identity, chance, grads, stds = _at_init(seeds, res.d_model, id_depths, res.depth)
+    _identity_part(report, identity, chance, grads, stds, seeds, id_depths, res.depth)
+    res_out = _compare((REFERENCE, NO_RESIDUAL), res, seeds, progress, 0.0, 0.4)
+    stress_out = _compare((REFERENCE, NO_LN), stress, seeds, progress, 0.4, 1.0)
+    _training_part(report, "residuals", res, res_out, seeds, NO_RESIDUAL, "residual_gap")
+    _training_part(report, "LayerNorm", stress, stress_out, seeds, NO_LN, "layernorm_gap")
+    report.figure("depth", _plot(identity, chance, grads, stress_out, id_depths, res, stress),
+                  "Left: the share of the variance of the last block's output explained by the current token, at "
+                  "initialisation (mean over seeds; dotted: the same with the token ids shuffled). Middle: the gradient "
+                  f"norm of each block's parameters at initialisation, depth {res.depth}, seed {seed}. Right: the scale of "
+                  f"the stream entering each block after training in the stress regime (depth {stress.depth}), seed "
+                  f"{seed}, each arm at its own learning rate.")
+    return report
+
+
+@functools.lru_cache(maxsize=8)
+def _data(seed: int) -> dict:
+    """Seed's chain and its splits: train + val (the rate is picked on val), train + test (the verdict's split)."""
     source = MarkovSource(order=1, vocab_size=VOCAB, concentration=0.3, seed=seed)
-    data = source.data(4000, 500, length, seed=seed)
-    bayes = source.bayes_nll(data.sequences("val"))
-    counts = np.bincount(np.concatenate(data.sequences("train")), minlength=VOCAB) + 1.0  # add-one: no zero probability
-    unigram = float(-np.log(counts / counts.sum())[np.concatenate(data.sequences("val"))].mean())
-    xb, yb = data.batch("train", batch, torch.Generator().manual_seed(seed))  # (B, T): the fixed batch
+    seqs = source.sample(N_TRAIN + N_VAL + N_TEST, LENGTH, seed)  # (N, L)
+    train_, val, test = seqs[:N_TRAIN], seqs[N_TRAIN : N_TRAIN + N_VAL], seqs[N_TRAIN + N_VAL :]
+    counts = np.bincount(train_.ravel(), minlength=VOCAB) + 1.0  # add-one: no zero probability
+    kw = {"vocab_size": VOCAB + 1, "boundary": VOCAB, "end_token": False}
+    return {"data": SequenceData(train_, val, **kw), "test": SequenceData(train_, test, **kw),
+            "bayes": source.bayes_nll(test), "unigram": float(-np.log(counts / counts.sum())[test.ravel()].mean())}
 
-    def build(variant: str, depth: int, init: str | None = None) -> StackLM:
-        torch.manual_seed(seed)
-        cfg = TransformerConfig(vocab_size=data.vocab_size, block_size=length, n_layer=depth, n_head=N_HEAD, d_model=d_model)
-        residual, norm = VARIANTS[variant]
-        return StackLM(cfg, residual, norm, init or ("gpt2" if residual else "variance"))
 
+def build(variant: str, depth: int, d_model: int, seed: int) -> StackLM:
+    """A variant's stack with seed's initial weights: GPT-2's with residual connections, variance-preserving without."""
+    torch.manual_seed(seed)
+    cfg = TransformerConfig(vocab_size=VOCAB + 1, block_size=LENGTH, n_layer=depth, n_head=N_HEAD, d_model=d_model)
+    residual, norm = VARIANTS[variant]
+    return StackLM(cfg, residual, norm, "gpt2" if residual else "variance")
+
+
+def _at_init(seeds: list[int], d_model: int, depths: list[int], grad_depth: int):
+    """Token identity of the last block's output per variant, depth and seed (and with shuffled ids: chance);
+    gradient norms per block and the stream's scale per block at grad_depth, first seed."""
+    identity = {(v, d): [] for v in VARIANTS for d in depths}
+    chance = {d: [] for d in depths}
     grads, stds = {}, {}
-    for depth in GRAD_DEPTHS:
-        for variant in VARIANTS:
-            model = build(variant, depth)
-            grads[variant, depth], stds[variant, depth] = block_gradients(model, xb, yb), input_stds(model, xb)
-        for variant in NO_RESIDUAL:  # the residual stream's initialisation on a stack without one, for comparison
-            model = build(variant, depth, "gpt2")
-            grads[f"{variant}, GPT-2 init", depth] = block_gradients(model, xb, yb)
-            stds[f"{variant}, GPT-2 init", depth] = input_stds(model, xb)
-    ratio = {k: g[0] / g[-1] if g[-1] > 0 else float("inf") for k, g in grads.items()}  # first block / last block
-    grad_rows = [*VARIANTS, *(f"{v}, GPT-2 init" for v in NO_RESIDUAL)]
+    for s in seeds:
+        data = _data(s)["data"]
+        x, y = data.batch("train", BATCH, torch.Generator().manual_seed(s))  # (B, T), (B, T)
+        shuffled = x.flatten()[torch.randperm(x.numel(), generator=torch.Generator().manual_seed(s))]  # (B*T,)
+        for d in depths:
+            for v in VARIANTS:
+                model = build(v, d, d_model, s)
+                h = last_block_output(model, x).flatten(0, 1)  # (B*T, C)
+                identity[v, d].append(token_identity(h, x.flatten()))
+                if v == REFERENCE:
+                    chance[d].append(token_identity(h, shuffled))
+                if d == grad_depth and s == seeds[0]:
+                    grads[v], stds[v] = block_gradients(model, x, y), input_stds(model, x)
+    return identity, chance, grads, stds
 
-    nll, closed = {}, {}
-    runs = [(v, d) for d in depths for v in VARIANTS]
-    for i, (variant, depth) in enumerate(runs):
-        model = build(variant, depth)
-        train(model, data, TrainConfig(max_iters=steps, batch_size=batch, lr=lr, min_lr=lr / 10, warmup_iters=steps // 10,
-                                       eval_interval=steps, log_interval=steps, seed=seed, device="cpu"), progress=False)
-        nll[variant, depth] = evaluate(model, data, "val")["nll"]
-        closed[variant, depth] = (unigram - nll[variant, depth]) / (unigram - bayes)
+
+def _identity_part(report: Report, identity, chance, grads, stds, seeds, depths, depth) -> None:
+    report.check("identity_residual", identity[REFERENCE, depth], seeds)
+    report.check("identity_no_residual", identity[NO_RESIDUAL, depth], seeds)
+    mean = {k: sum(v) / len(v) for k, v in identity.items()}
+    chance_mean = {d: sum(v) / len(v) for d, v in chance.items()}
+    report.number("identity_depths", depths)
+    report.number("token_identity_init", {v: {str(d): mean[v, d] for d in depths} for v in VARIANTS})
+    report.number("token_identity_init_per_seed", {v: {str(d): identity[v, d] for d in depths} for v in VARIANTS})
+    report.number("token_identity_chance", {str(d): chance_mean[d] for d in depths})
+    report.table(["variant", *(f"depth {d}" for d in depths)],
+                 [*([v, *(mean[v, d] for d in depths)] for v in VARIANTS),
+                  ["shuffled token ids (chance)", *(chance_mean[d] for d in depths)]],
+                 title="Share of the last block's output variance explained by the current token, at initialisation "
+                       "(mean over seeds)")
+    ratio = {v: g[0] / g[-1] if g[-1] > 0 else float("inf") for v, g in grads.items()}
+    report.number("block_grad_norms_init", grads)
+    report.number("block_input_std_init", stds)
+    report.number("grad_ratio_first_last_init", ratio)
+    report.table(["variant", "gradient norm, first block", "gradient norm, last block", "first / last",
+                  "std entering the head"],
+                 [[v, grads[v][0], grads[v][-1], ratio[v], stds[v][-1]] for v in VARIANTS],
+                 title=f"At initialisation, depth {depth}, seed {seeds[0]}: gradient flow and the stream's scale")
+    report.note(f"At initialisation, depth {depth}: the first block's gradient norm over the last block's is "
+                + ", ".join(f"{v} {ratio[v]:.2g}" for v in VARIANTS) + "; the current token's share of the last block's "
+                "output variance is " + ", ".join(f"{v} {mean[v, depth]:.3f}" for v in VARIANTS)
+                + f" (shuffled ids, chance: {chance_mean[depth]:.3f}). A ratio far from 1 is a gradient that vanishes "
+                "or explodes on the way down; a share near chance is a forward collapse: the token no longer reaches "
+                "the head.")
+
+
+def _train_one(variant: str, regime: Regime, lr: float, seed: int) -> dict:
+    d = _data(seed)
+    model = build(variant, regime.depth, regime.d_model, seed)
+    cfg = TrainConfig(max_iters=regime.steps, batch_size=BATCH, lr=lr, min_lr=lr / 10, warmup_iters=regime.steps // 10,
+                      grad_clip=regime.grad_clip, eval_interval=regime.steps, log_interval=regime.steps, seed=seed,
+                      device="cpu")
+    try:
+        train(model, d["data"], cfg, progress=False)
+        val, test = evaluate(model, d["data"], "val")["nll"], evaluate(model, d["test"], "val")["nll"]
+    except RedthreadError as error:  # the loop stops a run whose loss or gradient is not finite
+        if "diverged" not in str(error):
+            raise
+        val = test = math.nan
+    diverged = not (math.isfinite(val) and math.isfinite(test))
+    if diverged:  # scored as the unigram model (no context): generous to it, and finite for the verdict's arithmetic
+        val = test = d["unigram"]
+    x = d["data"].batch("train", BATCH, torch.Generator().manual_seed(seed))[0]  # (B, T)
+    return {"variant": variant, "seed": seed, "lr": lr, "val_nll": val, "test_nll": test, "bayes": d["bayes"],
+            "unigram": d["unigram"], "closed": (d["unigram"] - test) / (d["unigram"] - d["bayes"]),
+            "input_std": input_stds(model, x), "diverged": diverged}
+
+
+def _compare(arms: tuple[str, str], regime: Regime, seeds: list[int], progress, start: float, end: float) -> dict:
+    """Each arm's rate swept on the first seed (validation NLL), then every other seed at the rate picked."""
+    total, done = len(arms) * (len(regime.lrs) + len(seeds) - 1), 0
+
+    def tick(text: str) -> None:
+        nonlocal done
+        done += 1
         if progress is not None:
-            progress.update((i + 1) / len(runs), f"{variant}, {depth} layers")
+            progress.update(start + (end - start) * done / total, text)
 
-    report.number("depths", depths)
-    report.number("gradient_depths", GRAD_DEPTHS)
-    report.number("bayes_nll", bayes)
-    report.number("unigram_nll", unigram)
-    for name, values, ds, rows in (("val_nll", nll, depths, VARIANTS), ("gap_closed", closed, depths, VARIANTS),
-                                   ("grad_ratio_first_last", ratio, GRAD_DEPTHS, grad_rows),
-                                   ("block_grad_norms", grads, GRAD_DEPTHS, grad_rows),
-                                   ("block_input_std", stds, GRAD_DEPTHS, grad_rows)):
-        report.number(name, {v: {str(d): values[v, d] for d in ds} for v in rows})
+    first = {}
+    for arm in arms:
+        for lr in regime.lrs:
+            first[arm, lr] = _train_one(arm, regime, lr, seeds[0])
+            tick(f"depth {regime.depth}, sweep: {arm}, lr {lr:g}")
+    sweep = {arm: {lr: first[arm, lr]["val_nll"] for lr in regime.lrs} for arm in arms}
+    picked = {arm: min(regime.lrs, key=lambda lr, arm=arm: sweep[arm][lr]) for arm in arms}
+    runs = {(arm, seeds[0]): first[arm, picked[arm]] for arm in arms}
+    for s in seeds[1:]:
+        for arm in arms:
+            runs[arm, s] = _train_one(arm, regime, picked[arm], s)
+            tick(f"depth {regime.depth}: {arm}, seed {s}")
+    return {"arms": arms, "picked": picked, "sweep": sweep, "runs": runs, "first": first}
 
-    ref = closed[REFERENCE, deepest]
-    report.decide(ref >= TRAINS, f"residual + LayerNorm at depth {deepest} closes ≥ {TRAINS:.0%}", f"{ref:.1%}")
-    no_res = {v: closed[v, deepest] for v in NO_RESIDUAL}
-    shallow = closed["LayerNorm only", depths[0]]
-    report.decide(all(c < FAILS for c in no_res.values()) and shallow >= TRAINS,
-                  f"no residual: < {FAILS:.0%} at depth {deepest}; LayerNorm only at depth {depths[0]}: ≥ {TRAINS:.0%}",
-                  ", ".join(f"{v} {c:.1%}" for v, c in no_res.items()) + f"; LayerNorm only, depth {depths[0]}: {shallow:.1%}")
-    cost = nll[NO_LN, deepest] - nll[REFERENCE, deepest]
-    report.decide(cost >= LN_COST, f"removing LayerNorm costs ≥ {LN_COST} nats at depth {deepest}",
-                  f"{cost:+.3f} nats ({nll[NO_LN, deepest]:.3f} against {nll[REFERENCE, deepest]:.3f})")
-    flows = 1 / FLOW <= ratio[REFERENCE, grad_deepest] <= FLOW
-    blocked = all(not 1 / VANISH <= ratio[v, grad_deepest] <= VANISH for v in NO_RESIDUAL)
-    report.decide(flows and blocked, f"gradient ratio first/last block at depth {grad_deepest}: within {FLOW:g}× with "
-                  f"both, beyond {VANISH:g}× without residuals", ", ".join(f"{v} {ratio[v, grad_deepest]:.2g}" for v in VARIANTS))
 
-    report.table(["variant", *(f"depth {d}" for d in depths)], [[v, *(nll[v, d] for d in depths)] for v in VARIANTS],
-                 title=f"Validation NLL after training (nats; Bayes {bayes:.3f}, unigram {unigram:.3f})")
-    report.table(["variant", *(f"depth {d}" for d in depths)], [[v, *(closed[v, d] for d in depths)] for v in VARIANTS],
-                 title="Fraction of the unigram-to-Bayes gap closed")
-    report.table(["variant", *(f"depth {d}" for d in GRAD_DEPTHS)],
-                 [[v, *(ratio[v, d] for d in GRAD_DEPTHS)] for v in grad_rows],
-                 title="Gradient norm of the first block / the last block, at initialisation")
-    gpt2_std = stds["LayerNorm only, GPT-2 init", grad_deepest][-1]
-    report.note("Without residual connections the variants start from a variance-preserving initialisation; the last "
-                "two rows give the gradient ratio they would have with the residual stream's GPT-2 initialisation, whose "
-                "small weights shrink a stack without residuals (LayerNorm only: the stream entering the head has std "
-                f"{gpt2_std:.1e} at depth {grad_deepest}, against {stds['LayerNorm only', grad_deepest][-1]:.2f} with the "
-                "variance-preserving start) until LayerNorm's epsilon (1e-5, added to the variance) outweighs the signal.")
+def _training_part(report: Report, part: str, regime: Regime, out: dict, seeds: list[int], other: str, gap_name: str) -> None:
+    runs, picked, sweep = out["runs"], out["picked"], out["sweep"]
+    if part == "residuals":
+        report.check("residual_trains", [runs[REFERENCE, s]["closed"] for s in seeds], seeds)
+    gaps = [runs[other, s]["test_nll"] - runs[REFERENCE, s]["test_nll"] for s in seeds]
+    report.check(gap_name, gaps, seeds)
+    key = part.lower()
+    report.number(f"{key}_regime", {"depth": regime.depth, "d_model": regime.d_model, "steps": regime.steps,
+                                    "grad_clip": regime.grad_clip, "learning_rates": list(regime.lrs)})
+    report.number(f"{key}_picked_lr", picked)
+    report.number(f"{key}_sweep_val_nll", {arm: {str(lr): v for lr, v in sweep[arm].items()} for arm in out["arms"]})
+    report.number(f"{key}_gap", gaps)
+    for field in ("test_nll", "bayes", "unigram", "closed"):
+        report.number(f"{key}_{field}", {arm: {f"seed{s}": runs[arm, s][field] for s in seeds} for arm in out["arms"]})
+    report.number(f"{key}_input_std_trained", {arm: runs[arm, seeds[0]]["input_std"] for arm in out["arms"]})
+    report.table(["variant", *(f"val NLL at lr {lr:g}" for lr in regime.lrs), "picked lr"],
+                 [[arm, *(sweep[arm][lr] for lr in regime.lrs), picked[arm]] for arm in out["arms"]],
+                 title=f"{part}: learning-rate sweep on seed {seeds[0]} (validation NLL, nats/token)")
+    report.table(["seed", "Bayes", "unigram", *(f"test NLL, {arm}" for arm in out["arms"]),
+                  *(f"gap closed, {arm}" for arm in out["arms"]), f"{other} minus {REFERENCE}"],
+                 [[s, runs[REFERENCE, s]["bayes"], runs[REFERENCE, s]["unigram"],
+                   *(runs[arm, s]["test_nll"] for arm in out["arms"]), *(runs[arm, s]["closed"] for arm in out["arms"]), g]
+                  for s, g in zip(seeds, gaps)],
+                 title=f"{part}: test NLL per seed, depth {regime.depth}, each arm at its picked learning rate")
+    report.number(f"{key}_diverged", {arm: {str(lr): out["first"][arm, lr]["diverged"] for lr in regime.lrs}
+                                      for arm in out["arms"]})
+    diverged = [f"{r['variant']} at lr {r['lr']:g} (seed {r['seed']})" for r in [*out["first"].values(), *runs.values()]
+                if r["diverged"]]
+    if diverged:
+        report.note(f"{part}: diverged (loss or gradient not finite; scored as the unigram model): "
+                    f"{'; '.join(sorted(set(diverged)))}.")
+    edge = [arm for arm in out["arms"] if picked[arm] in (regime.lrs[0], regime.lrs[-1])]
+    if edge:
+        report.note(f"{part}: the picked learning rate lies at the edge of the sweep for {', '.join(edge)}.")
 
+
+def _plot(identity, chance, grads, stress_out, depths, res: Regime, stress: Regime) -> plt.Figure:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
-    for v, style in zip(VARIANTS, ("o-", "s--", "^-", "v:")):
-        axes[0].plot(depths, [closed[v, d] for d in depths], style, label=v)
-        axes[1].semilogy(range(1, grad_deepest + 1), [max(n, 1e-30) for n in grads[v, grad_deepest]], style, label=v)
-        axes[2].semilogy(range(grad_deepest + 1), [max(s, 1e-30) for s in stds[v, grad_deepest]], style, label=v)
-    axes[0].axhline(TRAINS, color="grey", ls=":", lw=1)
-    axes[0].set(xlabel="depth (blocks)", ylabel="gap closed", title=f"After {steps} steps: fraction of the gap closed",
-                xscale="log")
+    styles = dict(zip(VARIANTS, ("o-", "s--", "^-", "v:")))
+    for v in VARIANTS:
+        axes[0].plot(depths, [sum(identity[v, d]) / len(identity[v, d]) for d in depths], styles[v], label=v)
+        axes[1].semilogy(range(1, res.depth + 1), [max(n, 1e-30) for n in grads[v]], styles[v], label=v)
+    axes[0].plot(depths, [sum(chance[d]) / len(chance[d]) for d in depths], "k:", lw=1, label="shuffled ids (chance)")
+    axes[0].axhline(0.5, color="grey", ls=":", lw=1)
+    axes[0].set(xlabel="depth (blocks)", ylabel="share explained by the current token", xscale="log",
+                title="Token identity of the last block's output, at init", ylim=(-0.02, 1.02))
     axes[0].minorticks_off()
     axes[0].set_xticks(depths, [str(d) for d in depths])
-    axes[1].set(xlabel="block", ylabel="gradient norm (floored at 1e-30)",
-                title=f"Gradient norm per block at init, {grad_deepest} blocks")
-    axes[2].set(xlabel="block (last point: input to the head)", ylabel="std of the stream (floored at 1e-30)",
-                title=f"Scale of each block's input at init, {grad_deepest} blocks")
+    axes[1].set(xlabel="block", ylabel="gradient norm (floored at 1e-30)", title=f"Gradient norm per block at init, depth {res.depth}")
+    first = min(s for _, s in stress_out["runs"])
+    for arm in stress_out["arms"]:
+        axes[2].semilogy(range(stress.depth + 1), stress_out["runs"][arm, first]["input_std"], styles[arm],
+                         label=f"{arm} (lr {stress_out['picked'][arm]:g})")
+    axes[2].set(xlabel="block (last point: input to the head)", ylabel="std of the stream",
+                title=f"Stress regime after training, depth {stress.depth}")
     for ax in axes:
         ax.legend(fontsize=8)
-    report.figure("depth", fig, f"Left: the fraction of the unigram-to-Bayes gap closed after {steps} steps. Middle: "
-                  "the gradient norm of each block's parameters at initialisation. Right: the standard deviation of the "
-                  "stream entering each block.")
-    return report
+    return fig
