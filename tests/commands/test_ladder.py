@@ -90,3 +90,19 @@ def test_transformer_settings_for_line_data_differ_only_there(names):
     assert fields["norm"] == "post" and fields["pos"] == "learned" and settings["batch_factor"] == 2
     fields, settings = rung_settings("transformer", make_synthetic("markov", n_train=20, n_val=5, length=16))
     assert "norm" not in fields and "batch_factor" not in settings  # pre-norm, the common batch
+
+
+@pytest.mark.parametrize("n, name", [(1, "shakespeare"), (2, "a-long-data-set-name-from-a-file-path.txt"), (8, "markov")])
+def test_the_ladder_figure_keeps_its_title_inside(n, name):
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+
+    from redthread.commands.ladder import ladder_figure
+
+    results = [SimpleNamespace(label=f"rung {i}", nll=2.0 - 0.1 * i) for i in range(n)]
+    fig = ladder_figure(results, SimpleNamespace(name=name, bayes_nll=1.2))
+    fig.canvas.draw()
+    title, box = fig.axes[0].title.get_window_extent(), fig.bbox
+    assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1 and "lower is better" in fig.axes[0].get_title()
+    plt.close(fig)

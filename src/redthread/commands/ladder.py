@@ -299,12 +299,24 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
 
 
 def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = ladder_figure(results, data)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)
+
+
+def ladder_figure(results: list[RungResult], data: LadderData):
+    """Validation NLL per rung as bars (the Bayes limit as a line, where known); the title wraps to the width."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(1.1 * len(results) + 2.5, 4))
+    width = max(6.0, 1.1 * len(results) + 2.5)  # inches: room for the title even with one or two rungs
+    fig, ax = plt.subplots(figsize=(width, 4))
     labels = [r.label.replace(" ", "\n", 1) for r in results]
     bars = ax.bar(range(len(results)), [r.nll for r in results], color="#4C72B0")
     for b, r in zip(bars, results):
@@ -314,11 +326,10 @@ def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None
         ax.legend(fontsize=8)
     ax.set_xticks(range(len(results)), labels, fontsize=8)
     ax.set_ylabel("validation NLL (nats/token)")
-    ax.set_title(f"The ladder on {data.name}: lower is better")
+    ax.set_title(textwrap.fill(f"The ladder on {data.name}: lower is better", width=int(width * 8)))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
-    plt.close(fig)
+    return fig
 
 
 SYNTHETIC_LETTERS = "abcdefghijklmnopqrstuvwxyz"
