@@ -187,3 +187,25 @@ def test_explorer_image_keys_draw_a_patch_overlay(opened):
     p.page.hover("#head-svg .patch[data-i='2']")  # a patch is a key: the queries show their weights
     assert p.view("focus") == "k:2" and p.page.locator("#bars .pct").count() == 7
     p.assert_clean()
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_the_model_grid_fits_the_page_width(browser, tmp_path, width):
+    """MiniLM's 6 layers x 12 heads: every head's thumbnail in view without scrolling sideways."""
+    rng = np.random.default_rng(1)
+    payload = {"title": "a twelve-head model", "model": "random (6 layers x 12 heads)", "notice": None,
+               "tabs": [payload_tab("encoder", QUERIES, QUERIES, distributions(rng, 6, 12, 8, 8))]}
+    path = write_explorer(payload, tmp_path / "grid.html")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        grid = page.evaluate("() => { const b = document.querySelector('#thumbs'); return [b.scrollWidth, b.clientWidth]; }")
+        assert grid[0] <= grid[1] + 1, grid
+        last = page.locator("#thumbs canvas[data-layer='5'][data-head='11']").bounding_box()
+        assert last["x"] + last["width"] <= width and last["width"] >= 14  # in view, and still a heatmap
+        page.click("#thumbs canvas[data-layer='5'][data-head='11']")  # and it still selects its head
+        assert page.get_attribute("#thumbs canvas[data-layer='5'][data-head='11']", "class") == "selected"
+    finally:
+        context.close()

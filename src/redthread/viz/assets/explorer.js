@@ -31,7 +31,8 @@ const KX = BAR + TEXT + GAP;      // left edge of the key column
 const WIDTH = KX + TEXT + BAR;
 const MIN_LINE = 0.01;            // fainter lines cannot be seen; skipping them keeps 130 x 130 fast
 const MAX_CHARS = 16;             // longer tokens are cut; the tooltip has the whole text
-const THUMB = 44;                 // model-view thumbnail size (as in the CSS)
+const THUMB = 44;                 // model-view thumbnail size at most (as in the CSS)
+const MIN_THUMB = 14;             // ... and at least, when many heads share a narrow page
 
 const TAB_NAMES = {
   encoder: "encoder self-attention", decoder: "decoder self-attention (causal)", cross: "cross-attention",
@@ -243,7 +244,7 @@ function drawModelView() {
   const T = t.queries.length, S = t.keys.length;
   const box = $("thumbs");
   box.replaceChildren();
-  box.style.gridTemplateColumns = `auto repeat(${H}, ${THUMB}px)`;
+  box.style.gridTemplateColumns = `auto repeat(${H}, minmax(${MIN_THUMB}px, ${THUMB}px))`;  // shrinks to fit the width
   box.appendChild(html("div", "head", "col-label corner"));
   for (let h = 0; h < H; h++) box.appendChild(html("div", `${h}`, "col-label"));
   for (let l = 0; l < L; l++) {
