@@ -209,3 +209,27 @@ def test_the_model_grid_fits_the_page_width(browser, tmp_path, width):
         assert page.get_attribute("#thumbs canvas[data-layer='5'][data-head='11']", "class") == "selected"
     finally:
         context.close()
+
+
+def test_a_long_text_gets_a_compact_head_view(browser, tmp_path):
+    """300 characters: rows shrink (at least 9 px) so the view is under half its old height; short texts keep 20 px rows."""
+    rng = np.random.default_rng(2)
+    chars = list("to be or not to be, that is the question: " * 8)[:300]
+    causal = np.tril(distributions(rng, 1, 2, 300, 300))
+    causal /= causal.sum(-1, keepdims=True)  # (1, 2, 300, 300): each query over the keys up to it
+    payload = {"title": "a long character text", "model": "random", "notice": None,
+               "tabs": [payload_tab("decoder", chars, chars, causal)]}
+    path = write_explorer(payload, tmp_path / "long.html")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        height = float(page.get_attribute("#head-svg", "height"))
+        assert height <= 0.5 * 300 * 20 and height >= 300 * 9
+        page.hover("#head-svg .tok.q[data-i='150']")  # still a hover target: its lines are drawn
+        assert page.locator("#lines-focus line").count() > 0 and errors == []
+    finally:
+        context.close()

@@ -21,7 +21,10 @@
 let P = null, root = null, svg = null, headView = null, layerSelect = null, headSelect = null;
 
 // head-view geometry, in pixels: [bars | query column | lines | key column | bars]
-const ROW = 20;                   // one token per row
+const ROW = 20;                   // one token per row, at most
+const MIN_ROW = 9;                // ... and at least: a long text (characters) gets compact rows
+const TALL = 1400;                // the head view's height above which rows shrink towards MIN_ROW
+let row = ROW;                    // the row height of the text on show (drawHeadView sets it)
 const PAD = 8;                    // above the first row and below the last
 const BAR = 64;                   // room for a bar and its percentage outside each column
 const BAR_MAX = 30;               // the longest bar
@@ -90,22 +93,24 @@ function shown(tok) {
   return chars.length > MAX_CHARS ? chars.slice(0, MAX_CHARS - 1).join("") + "…" : s;
 }
 
-function rowY(i) { return PAD + i * ROW + ROW / 2; }  // centre of row i
+function rowY(i) { return PAD + i * row + row / 2; }  // centre of row i
 
 // With an image the keys are `offset` tokens (rows at the top) then a grid of square patches below.
 function imageBox(t) {
   if (!t.image) return null;
   const [rows, cols] = t.image.grid, offset = t.image.offset;
   const w = TEXT + BAR - 8;
-  return { x: KX + 4, y: PAD + offset * ROW + 6, w, h: w * rows / cols, rows, cols, offset };
+  return { x: KX + 4, y: PAD + offset * row + 6, w, h: w * rows / cols, rows, cols, offset };
 }
 
 // ---- head view ----------------------------------------------------------------------------
 
 function drawHeadView() {
-  const t = tab(), att = matrix(), img = imageBox(t);
-  const T = t.queries.length, S = t.keys.length;
-  const height = Math.max(T * ROW, img ? img.y - PAD + img.h : S * ROW) + 2 * PAD;
+  const t = tab(), T = t.queries.length, S = t.keys.length;
+  row = Math.max(MIN_ROW, Math.min(ROW, Math.floor(TALL / Math.max(T, S))));  // compact for long texts
+  const att = matrix(), img = imageBox(t);
+  svg.style.fontSize = `${Math.min(12, row - 2)}px`;
+  const height = Math.max(T * row, img ? img.y - PAD + img.h : S * row) + 2 * PAD;
   svg.replaceChildren();
   svg.setAttribute("width", WIDTH);
   svg.setAttribute("height", height);
@@ -136,7 +141,7 @@ function column(tokens, side, x, anchor, textX) {
   const g = node("g", { class: `column ${side}` }, svg);
   tokens.forEach((tok, i) => {
     const el = node("g", { class: `tok ${side}`, "data-side": side, "data-i": i }, g);
-    node("rect", { class: "hit", x, y: PAD + i * ROW, width: TEXT, height: ROW, rx: 3 }, el);
+    node("rect", { class: "hit", x, y: PAD + i * row, width: TEXT, height: row, rx: 3 }, el);
     node("text", { x: textX, y: rowY(i), "text-anchor": anchor }, el, shown(tok));
     node("title", {}, el, `${side === "q" ? "query" : "key"} ${i}: ${tok}`);
   });
