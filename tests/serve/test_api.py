@@ -36,13 +36,14 @@ def client(runs):
     return TestClient(create_app(runs, max_chars=100))
 
 
-def test_models_lists_the_runs_with_attention_and_their_input(client):
+def test_models_lists_the_runs_and_the_rungs_with_their_input(client):
     models = {m["name"]: m for m in client.get("/api/models").json()}
     assert (models["tiny"]["source"], models["tiny"]["input"]) == ("run", "text")
     assert (models["images/captioner"]["source"], models["images/captioner"]["input"]) == ("run", "image")
     assert models["images/vit"]["input"] == "image"
     assert all(models[name]["available"] for name in ("tiny", "images/captioner", "images/vit"))
-    assert "ladder/rungs/bigram" not in models  # no attention
+    assert models["ladder/rungs/bigram"]["input"] == "text" and models["ladder/rungs/bigram"]["attention"] is False
+    assert models["tiny"]["attention"] is True and models["ladder/rungs/bigram"]["available"]
     broken = models["broken"]  # a checkpoint file that does not read: listed, unavailable, with the reason
     assert broken["available"] is False and "broken is unavailable: unreadable checkpoint" in broken["reason"]
     r = client.post("/api/attention", json={"model": "broken", "text": TEXT})
@@ -165,7 +166,11 @@ def test_step_appends_one_token_reproducibly(client):
         ("/api/attention", {"model": "tiny"}, 422, "text: Field required"),
         ("/api/next", {"model": "tiny", "text": TEXT, "temperature": -1}, 422, "temperature"),
         ("/api/next", {"model": "tiny", "text": TEXT, "top_p": 1.5}, 422, "top_p"),
-        ("/api/attention", {"model": "ladder/rungs/bigram", "text": TEXT}, 404, "unknown model"),
+        ("/api/attention", {"model": "ladder/rungs/bigram", "text": TEXT}, 422, "has no attention to show"),
+        ("/api/compare", {"models": ["tiny", "tiny"], "text": TEXT}, 422, "named twice"),
+        ("/api/compare", {"models": [], "text": TEXT}, 422, "models"),
+        ("/api/compare", {"models": ["images/vit"], "text": TEXT}, 422, "image model"),
+        ("/api/compare", {"models": ["nope"], "text": TEXT}, 404, "unknown model 'nope'"),
         ("/api/next", {"model": "tiny", "text": TEXT, "temprature": 0.5}, 422, "temprature: Extra inputs"),
         ("/api/next", {"model": "tiny", "text": TEXT, "repetition_penalty": 0}, 422, "repetition_penalty"),
         ("/api/attention", {"model": "tiny", "text": TEXT, "seed": 1}, 422, "seed: Extra inputs"),
@@ -213,3 +218,18 @@ def test_the_docs_page_uses_no_cdn(client):
     assert "cdn." not in html and "swagger-ui-bundle.js" in html
     js = html.split('src="', 1)[1].split('"', 1)[0]  # the bundle's local path
     assert client.get(js).status_code == 200
+
+
+def test_compare_gives_each_rung_its_next_token_distribution_side_by_side(client):
+    """The ladder's bigram beside the Transformer on one context: each its own P(next | text), summing to at
+    most 1 over the listed tokens, the same numbers /api/next gives, with its entropy."""
+    r = client.post("/api/compare", json={"models": ["ladder/rungs/bigram", "tiny"], "text": TEXT, "candidates": 5})
+    assert r.status_code == 200, r.text
+    answers = {a["model"]: a for a in r.json()["models"]}
+    assert list(answers) == ["ladder/rungs/bigram", "tiny"]
+    assert answers["ladder/rungs/bigram"]["attention"] is False and answers["tiny"]["attention"] is True
+    for name, a in answers.items():
+        ps = [c["p"] for c in a["candidates"]]
+        assert len(ps) == 5 and ps == sorted(ps, reverse=True) and sum(ps) <= 1 + 1e-6 and a["entropy"] > 0
+        alone = client.post("/api/next", json={"model": name, "text": TEXT, "candidates": 5}).json()
+        assert [c["p"] for c in alone["candidates"]] == pytest.approx(ps) and alone["entropy"] == pytest.approx(a["entropy"])

@@ -29,8 +29,12 @@ HTTP_ERROR = "Failed to load resource: the server responded with a status of 4"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    save_tiny_run(root / "tiny", TEXT + "\n")
+    tok = save_tiny_run(root / "tiny", TEXT + "\n")
     save_tiny_captioner_run(root / "images" / "captioner")
+    import redthread as rt  # a ladder rung without attention: the bigram
+
+    rt.save_checkpoint(root / "ladder" / "rungs" / "bigram", rt.build_model("bigram", vocab_size=tok.vocab_size),
+                       tokenizer=tok, extra={"rung": "bigram"})
     # port 0: the system picks a free port, read back once the server listens
     config = uvicorn.Config(create_app(root, max_chars=MAX_CHARS), host="127.0.0.1", port=0, log_level="warning")
     srv = uvicorn.Server(config)
@@ -108,7 +112,8 @@ def app(browser, server):
 
 def test_app_loads_without_errors(app):
     models = app.page.eval_on_selector_all("#model-select option", "os => os.map(o => o.value)")
-    assert models[:2] == ["images/captioner", "tiny"] and set(models) <= {"images/captioner", "tiny", "minilm"}  # minilm where installed
+    assert models[:3] == ["images/captioner", "ladder/rungs/bigram", "tiny"]  # then minilm where installed
+    assert set(models) <= {"images/captioner", "ladder/rungs/bigram", "tiny", "minilm"}
     assert app.page.is_visible("#index-box") and app.page.is_hidden("#text-box")  # the first model reads images
     app.page.select_option("#model-select", "tiny")
     assert app.page.is_visible("#text-box") and app.page.is_hidden("#index-box")
@@ -332,3 +337,26 @@ def test_the_api_docs_page_works_offline(browser, server):
         assert {"/api/models", "/api/attention", "/api/next", "/api/step"} <= set(paths) and outside == []
     finally:
         context.close()
+
+
+def test_a_rung_without_attention_shows_its_next_token_and_compares_with_the_transformer(app):
+    """The ladder's bigram: no map to draw, its P(next | text) in the panel; Compare models puts it beside the
+    Transformer, each with its most probable tokens and entropy."""
+    app.page.select_option("#model-select", "ladder/rungs/bigram")
+    app.page.fill("#text-input", TEXT)
+    app.page.click("#run-button")
+    app.settle()
+    assert app.page.is_hidden("#explorer") and "without attention" in app.page.text_content("#placeholder")
+    assert app.page.locator("#candidates .cand").count() > 0 and "entropy" in app.page.text_content("#next-stats")
+    app.page.click("#compare-button")
+    app.settle()
+    columns = app.page.locator("#compare-columns .rung")
+    assert columns.count() == 2
+    names = [columns.nth(i).get_attribute("data-model") for i in range(2)]
+    assert set(names) == {"tiny", "ladder/rungs/bigram"}
+    for i in range(2):
+        assert columns.nth(i).locator(".row").count() == 8 and "entropy" in columns.nth(i).text_content()
+    assert "no attention" in app.page.text_content("#compare-columns .rung[data-model='ladder/rungs/bigram']")
+    app.page.click("#compare-close")
+    assert app.page.is_hidden("#compare")
+    app.assert_clean()

@@ -60,7 +60,10 @@ MAX_BODY_BYTES = 2 * MAX_IMAGE_BYTES  # a request's body: room for that file as 
 MAX_NAME = 500  # characters in a model's name
 WORKERS, QUEUE, TIME_LIMIT = 2, 16, 60.0  # the model pool's defaults: requests at once, waiting, seconds each
 RETRY_AFTER = 2  # seconds a client told "busy" should wait
-RUN_INPUTS = {"TransformerLM": "text", "ViT": "image", "Captioner": "image"}  # the runs on offer, by model class
+RUN_INPUTS = {"TransformerLM": "text", "ViT": "image", "Captioner": "image",  # the runs on offer, by model class
+              "NGramLM": "text", "BigramLM": "text", "MLPLM": "text", "RecurrentLM": "text"}  # the ladder's rungs
+ATTENDS = {"TransformerLM", "ViT", "Captioner"}  # the classes with attention to show
+MAX_COMPARED = 12  # models in one /api/compare
 
 log = logging.getLogger("redthread.serve")
 
@@ -121,6 +124,14 @@ def sampling_fields(*names: str) -> dict:
     return out
 
 
+class CompareRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[Text] = Field(min_length=1, max_length=MAX_COMPARED, description="names from /api/models (text models)")
+    text: Text = Field(description="the context every model conditions on")
+    candidates: int = Field(8, ge=1, le=MAX_CANDIDATES, description="how many of each model's most probable tokens to list")
+
+
 SETTINGS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty")
 NextRequest = create_model(
     "NextRequest", __base__=TextRequest, **sampling_fields(*SETTINGS),
@@ -136,14 +147,16 @@ def sampling(req: BaseModel) -> SampleConfig:
 
 class Run(NamedTuple):
     folder: Path
-    input: str | None  # "text" (a Transformer LM) or "image" (a ViT or a captioner); None: unreadable
+    input: str | None  # "text" (a Transformer LM or a ladder rung) or "image" (a ViT or a captioner); None: unreadable
     problem: str | None = None  # why its checkpoint's header cannot be read
+    attends: bool = True  # False: a ladder rung without attention (P(next | text) only)
 
 
 def find_runs(runs_dir: Path) -> dict[str, Run]:
-    """Runs with attention to show under the folder, by name (the path relative to it). A checkpoint
-    whose header cannot be read (truncated, garbled) is a run too, with its problem; one that names
-    no model class (not a redthread run) or a model without attention (a ladder's rung) is left out."""
+    """The runs under the folder, by name (the path relative to it): Transformer, ViT and captioner runs,
+    and the ladder's rungs (n-gram, bigram, MLP, RNN/LSTM/GRU), which have no attention but a P(next | text).
+    A checkpoint whose header cannot be read (truncated, garbled) is a run too, with its problem; one that
+    names no model class (not a redthread run) is left out."""
     found = {}
     if not runs_dir.is_dir():
         return found
@@ -152,12 +165,12 @@ def find_runs(runs_dir: Path) -> dict[str, Run]:
             continue
         name = ckpt.parent.relative_to(runs_dir).as_posix() or "."
         try:
-            model_input = RUN_INPUTS.get(_model_class(ckpt))
+            model_class = _model_class(ckpt)
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for a truncated or garbled file
             found[name] = Run(ckpt.parent, None, one_line(f"{name} is unavailable: unreadable checkpoint {ckpt}: {e}"))
             continue
-        if model_input is not None:
-            found[name] = Run(ckpt.parent, model_input)
+        if model_class in RUN_INPUTS:
+            found[name] = Run(ckpt.parent, RUN_INPUTS[model_class], attends=model_class in ATTENDS)
     return found
 
 
@@ -211,13 +224,13 @@ class Models:
         whether it is available; then the pretrained models."""
         entries = []
         for name, run in find_runs(self.runs_dir).items():
-            entry = {"name": name, "source": "run", "input": run.input, "available": True}
+            entry = {"name": name, "source": "run", "input": run.input, "attention": run.attends, "available": True}
             try:
                 self._verify(name, run)
             except ServeError as e:
                 entry.update(available=False, reason=e.message)
             entries.append(entry)
-        return entries + [{"name": name, "source": "pretrained", "input": "text", "available": True}
+        return entries + [{"name": name, "source": "pretrained", "input": "text", "attention": True, "available": True}
                           for name in pretrained_available()]
 
     def resolve(self, name: str) -> tuple[str, Path | str]:
@@ -277,7 +290,7 @@ class Models:
         if source == "image":
             return ImageInspector(where)
         if source == "run":
-            return load_inspector(checkpoint=where, device=self.device)
+            return load_inspector(checkpoint=where, device=self.device, rungs=True)
         return load_inspector(pretrained=where, device=self.device)
 
     @staticmethod
@@ -442,6 +455,27 @@ def create_app(
 
         def work():
             return text_model(req.model).next_token(text, sampling(req), req.candidates)
+
+        return await pool.run(work)
+
+    @app.post("/api/compare")
+    async def compare(req: CompareRequest) -> dict:
+        """P(next token | the same text) from several models side by side (the ladder's rungs and
+        Transformers): each one's most probable tokens, its entropy, and whether it has attention."""
+        text = check_length(req.text)
+        if len(set(req.models)) != len(req.models):
+            raise ServeError(422, "models: a model is named twice")
+
+        def work():
+            answers = []
+            for name in req.models:
+                inspector = text_model(name)
+                if inspector.kind != "lm":
+                    raise ServeError(422, f"{name} is not a language model: it gives no next-token distribution")
+                dist = inspector.next_token(text, SampleConfig(), req.candidates)
+                answers.append({"model": name, "description": inspector.description, "attention": inspector.attends,
+                                **{k: dist[k] for k in ("candidates", "entropy", "perplexity", "vocab_size", "notice")}})
+            return {"text": text, "models": answers}
 
         return await pool.run(work)
 

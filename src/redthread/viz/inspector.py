@@ -109,6 +109,7 @@ class Inspector:
     read: object  # text -> Tokens
     decode: object  # list of ids -> text
     meta: dict = field(default_factory=dict)
+    attends: bool = True  # False: a ladder rung without attention (n-gram, bigram, MLP, RNN): P(next | text) only
 
     def tokens(self, text: str) -> Tokens:
         """The text as tokens, cut to the context: a language model keeps the end (what it would
@@ -135,6 +136,9 @@ class Inspector:
         """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text. An
         encoder-decoder reads `text` as its source and `target` as the decoder's input; then the
         answer is (source tokens, maps, target tokens)."""
+        if not self.attends:
+            raise InvalidValue(f"{self.name} has no attention to show ({self.description}): ask for its next-token "
+                               "distribution instead")
         toks = self.tokens(text)
         idx = torch.tensor([toks.ids], device=self._device())  # (1, S)
         if self.kind != "seq2seq":
@@ -216,28 +220,31 @@ class Inspector:
 
 
 def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path | None = None,
-                   device: str = "cpu") -> Inspector:
+                   device: str = "cpu", rungs: bool = False) -> Inspector:
     """An inspector for a redthread run folder (or checkpoint file), or a Hugging Face-format folder /
-    a known pretrained name ("minilm")."""
+    a known pretrained name ("minilm"). rungs=True also opens a ladder rung without attention (n-gram,
+    bigram, MLP, RNN/LSTM/GRU): its P(next | text), with `attends` False."""
     from redthread.train.loop import resolve_device
 
     if (checkpoint is None) == (pretrained is None):
         raise InvalidValue("give a checkpoint or a pretrained model, not both or neither")
     device = str(resolve_device(device))
     if checkpoint is not None:
-        return _load_run(Path(checkpoint), device)
+        return _load_run(Path(checkpoint), device, rungs)
     return _load_pretrained(pretrained, device)
 
 
-def _load_run(path: Path, device: str) -> Inspector:
+def _load_run(path: Path, device: str, rungs: bool = False) -> Inspector:
     from redthread.data.tokenizers import BPETokenizer, CharTokenizer
+    from redthread.models.base import LanguageModel
     from redthread.models.transformer import EncoderDecoder, TransformerLM
     from redthread.train.checkpoint import read_checkpoint
 
     ckpt = read_checkpoint(path, map_location=device)
     if ckpt.model_class in ("ViT", "Captioner"):  # image models: their attention is over an image's patches
         raise InvalidValue(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
-    if not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
+    rung = rungs and isinstance(ckpt.model, LanguageModel) and not isinstance(ckpt.model, TransformerLM)
+    if not rung and not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
         raise InvalidValue(
             f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
         )
@@ -251,9 +258,14 @@ def _load_run(path: Path, device: str) -> Inspector:
     else:
         raise InvalidType(f"{path}: unsupported tokenizer {type(tok).__name__}")
     cfg = ckpt.model.cfg
+    name = path.name if path.is_dir() else path.parent.name
+    if rung:  # no attention: what it conditions on, from the ladder's own names
+        what = ckpt.extra.get("rung") or ckpt.model_class
+        desc = f"redthread {what} rung ({ckpt.model_class}), {ckpt.model.num_params():,} parameters, step {ckpt.step:,}"
+        return Inspector(name, check_weights(ckpt.model, path).eval(), "lm", desc, cfg.block_size, read, tok.decode,
+                         {"step": ckpt.step, "rung": what}, attends=False)
     kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
     desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, step {ckpt.step:,}"
-    name = path.name if path.is_dir() else path.parent.name
     return Inspector(name, check_weights(ckpt.model, path).eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
 
 

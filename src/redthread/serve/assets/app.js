@@ -25,6 +25,8 @@ const settings = { temperature: $("temperature"), topK: $("top-k"), topP: $("top
 // what is on show: the model and text of the last answer of /api/attention, and its kind
 let shown = null;
 let inputs = {};  // model name -> what it reads: "text" or "image"
+let attends = {};  // model name -> whether it has attention to show (a ladder rung like the bigram has not)
+let catalogue = [];  // /api/models
 let busy = 0;
 const latest = { attention: 0, next: 0 };  // the newest request of each kind; older answers are dropped
 
@@ -63,6 +65,7 @@ function setBusy(change) {
   busy += change;
   document.body.dataset.busy = String(busy);
   runButton.disabled = busy > 0 || !modelSelect.value;
+  $("compare-button").disabled = busy > 0 || comparable().length === 0;
   stepButton.disabled = busy > 0 || !shown || shown.kind !== "lm";
 }
 
@@ -94,6 +97,8 @@ async function loadModels() {
   const first = models.find((m) => m.available !== false);
   if (first) modelSelect.value = first.name;
   inputs = Object.fromEntries(models.map((m) => [m.name, m.input]));
+  attends = Object.fromEntries(models.map((m) => [m.name, m.attention !== false]));
+  catalogue = models;
   modelSelect.disabled = models.length === 0;
   $("no-models").textContent = NO_MODELS;
   $("no-models").hidden = models.length > 0;
@@ -126,6 +131,17 @@ async function showAttention(upload) {
   const model = modelSelect.value, text = textInput.value;
   if (!model) throw new Error(NO_MODELS);
   const seq = ++latest.attention;
+  if (!upload && inputs[model] === "text" && !attends[model]) {  // a ladder rung: no attention, its P(next | text)
+    clearError();
+    $("explorer").hidden = true;
+    $("placeholder").hidden = false;
+    $("placeholder").textContent = `${model} is a ladder rung without attention: it conditions on the text `
+      + "without attending to it, so there is no map to draw. Its P(next token | text) is on the right; "
+      + "Compare models shows it beside the others.";
+    shown = { model, text, kind: "lm" };
+    await showNext();
+    return;
+  }
   let payload;
   if (upload) payload = await api("/api/image", { model, ...upload });
   else if (inputs[model] === "image") payload = await api("/api/image", { model, index: Number(indexInput.value) });  // a bad number is the API's to explain
@@ -249,6 +265,42 @@ async function step() {
   await showAttention();
 }
 
+// ---- the comparison: P(next | the same text) from every language model -------------------------
+
+function comparable() {  // the language models on offer: the runs that read text (a pretrained encoder gives no next token)
+  return catalogue.filter((m) => m.available !== false && m.input === "text" && m.source === "run").map((m) => m.name);
+}
+
+async function compareModels() {
+  const text = textInput.value;
+  const answer = await api("/api/compare", { models: comparable(), text, candidates: 8 });
+  clearError();
+  $("compare-text").textContent = `context: ${JSON.stringify(answer.text)}`;
+  $("compare-columns").replaceChildren(...answer.models.map(rungColumn));
+  $("compare").hidden = false;
+}
+
+function rungColumn(a) {
+  const box = document.createElement("div");
+  box.className = "rung";
+  box.dataset.model = a.model;
+  const title = document.createElement("h3");
+  title.textContent = a.model;
+  title.title = a.description;
+  const stats = span("stats", `entropy ${a.entropy.toFixed(3)} nats · perplexity ${a.perplexity.toFixed(2)}`
+    + (a.attention ? " · has attention" : " · no attention"));
+  box.append(title, stats);
+  const max = Math.max(...a.candidates.map((c) => c.p)) || 1;
+  for (const c of a.candidates) {
+    const row = span("row"), bar = span("bar");
+    bar.style.width = `${(100 * c.p / max).toFixed(2)}%`;
+    row.title = `token ${c.id}: ${JSON.stringify(c.token)}`;
+    row.append(span("tok", window.RedthreadExplorer.shown(c.token)), bar, span("num", pct(c.p)));
+    box.append(row);
+  }
+  return box;
+}
+
 // ---- wiring ---------------------------------------------------------------------------------
 
 textInput.maxLength = CONFIG.maxChars;
@@ -257,6 +309,8 @@ textInput.onkeydown = (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !runButton.disabled) act(showAttention);
 };
 runButton.onclick = () => act(showAttention);
+$("compare-button").onclick = () => act(compareModels);
+$("compare-close").onclick = () => { $("compare").hidden = true; };
 stepButton.onclick = () => act(step);
 function readDataURL(file) {
   return new Promise((resolve, reject) => {
