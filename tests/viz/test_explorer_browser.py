@@ -233,3 +233,23 @@ def test_a_long_text_gets_a_compact_head_view(browser, tmp_path):
         assert page.locator("#lines-focus line").count() > 0 and errors == []
     finally:
         context.close()
+
+
+def test_each_head_in_its_own_colour_with_toggles(opened):
+    """bertviz's head view: every head of a layer at once, one colour each; a toggle hides a head's lines;
+    hovering a token shows each shown head's lines from it in that head's colour."""
+    p = opened(two_tabs())  # 3 heads
+    p.page.select_option("#head-select", "each")
+    colours = p.page.eval_on_selector_all("#lines-all line", "ls => [...new Set(ls.map(l => l.style.stroke))]")
+    assert len(colours) == 3 and p.page.is_visible("#head-toggles")
+    heads = p.page.eval_on_selector_all("#lines-all .head-lines", "gs => gs.map(g => g.dataset.head)")
+    assert heads == ["0", "1", "2"]
+    p.page.uncheck("#head-toggles input[data-head='1']")
+    heads = p.page.eval_on_selector_all("#lines-all .head-lines", "gs => gs.map(g => g.dataset.head)")
+    assert heads == ["0", "2"]
+    p.page.hover("#head-svg .tok.q[data-i='3']")
+    focus = p.page.eval_on_selector_all("#lines-focus line", "ls => [...new Set(ls.map(l => l.style.stroke))]")
+    assert len(focus) == 2  # the two heads still shown
+    p.page.select_option("#head-select", "0")
+    assert p.page.is_hidden("#head-toggles")
+    p.assert_clean()

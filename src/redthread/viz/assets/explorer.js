@@ -44,8 +44,13 @@ const TAB_NAMES = {
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
                [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
 
+// one colour per head in the "each head" view (Tableau 10, then two more), repeating past twelve
+const HEAD_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                      "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
+
+// head: a head's number, "all" (their mean) or "each" (every head at once, one colour each, `off` the hidden ones)
 // focus: null or {side: "q" | "k", i: token index}; pinned: a click holds the focus
-const state = { tab: 0, layer: 0, head: 0, focus: null, pinned: false };
+const state = { tab: 0, layer: 0, head: 0, focus: null, pinned: false, off: new Set() };
 const means = new Map();  // mean over heads, by "tab/layer"
 
 function tab() { return P.tabs[state.tab]; }
@@ -55,13 +60,19 @@ function $(id) { return root.querySelector(`#${id}`); }
 // The T x S matrix on show: one head, or the mean over the heads of the layer.
 function matrix() {
   const heads = tab().weights[state.layer];
-  if (state.head !== "all") return heads[state.head];
+  if (state.head !== "all" && state.head !== "each") return heads[state.head];
   const key = `${state.tab}/${state.layer}`;
   if (!means.has(key)) {
     means.set(key, heads[0].map((row, t) => row.map((_, s) =>
       heads.reduce((sum, h) => sum + h[t][s], 0) / heads.length)));
   }
   return means.get(key);
+}
+
+function eachHead() {  // [head, its T x S weights, its colour] for the heads shown in the "each head" view
+  if (state.head !== "each") return [];
+  return tab().weights[state.layer].map((w, h) => [h, w, HEAD_COLOURS[h % HEAD_COLOURS.length]])
+    .filter(([h]) => !state.off.has(h));
 }
 
 function blue(x) {  // x in [0, 1] -> [r, g, b]
@@ -118,11 +129,19 @@ function drawHeadView() {
 
   // every pair at once, opacity = weight; hidden while a token has the focus
   const all = node("g", { id: "lines-all" }, svg);
-  if (!img) {
+  if (!img && state.head === "each") {  // every head at once, each in its colour
+    for (const [h, w, colour] of eachHead()) {
+      const g = node("g", { class: `head-lines`, "data-head": h }, all);
+      for (let q = 0; q < T; q++) {
+        for (let k = 0; k < S; k++) if (w[q][k] >= MIN_LINE) line(g, q, k, w[q][k], 1.5, colour);
+      }
+    }
+  } else if (!img) {
     for (let q = 0; q < T; q++) {
       for (let k = 0; k < S; k++) if (att[q][k] >= MIN_LINE) line(all, q, k, att[q][k], 1.5);
     }
   }
+  drawToggles();
   node("g", { id: "lines-focus" }, svg);
   node("g", { id: "bars" }, svg);
   column(t.queries, "q", BAR, "end", BAR + TEXT - 6);
@@ -131,9 +150,35 @@ function drawHeadView() {
   applyFocus();
 }
 
-function line(parent, q, k, opacity, width) {
-  node("line", { x1: BAR + TEXT + 2, y1: rowY(q), x2: KX - 2, y2: rowY(k),
-                 "stroke-opacity": opacity.toFixed(3), "stroke-width": width.toFixed(2) }, parent);
+function line(parent, q, k, opacity, width, colour) {
+  const el = node("line", { x1: BAR + TEXT + 2, y1: rowY(q), x2: KX - 2, y2: rowY(k),
+                            "stroke-opacity": opacity.toFixed(3), "stroke-width": width.toFixed(2) }, parent);
+  if (colour) el.style.stroke = colour;  // a head's own colour (the CSS gives the one-head colour)
+}
+
+// The "each head" view's toggles: one checkbox per head, in its colour; hidden in the other views.
+function drawToggles() {
+  const box = $("head-toggles");
+  if (!box) return;
+  box.hidden = state.head !== "each";
+  if (box.hidden) return box.replaceChildren();
+  const H = tab().weights[state.layer].length;
+  box.replaceChildren(...Array.from({ length: H }, (_, h) => {
+    const label = html("label", undefined, "head-toggle");
+    const check = html("input");
+    check.type = "checkbox";
+    check.checked = !state.off.has(h);
+    check.dataset.head = h;
+    check.onchange = () => {
+      if (check.checked) state.off.delete(h); else state.off.add(h);
+      drawHeadView();
+    };
+    const swatch = html("i");
+    swatch.style.background = HEAD_COLOURS[h % HEAD_COLOURS.length];
+    label.append(check, swatch, document.createTextNode(`${h}`));
+    label.title = `head ${h}: show or hide its lines`;
+    return label;
+  }));
 }
 
 // A column of tokens; each is a hover target carrying its side and index.
@@ -181,10 +226,18 @@ function applyFocus() {
     // line and bar are drawn full, and the percentages give the weights themselves
     const ws = f.side === "q" ? att[f.i] : att.map((row) => row[f.i]);
     const max = Math.max(...ws) || 1;
+    for (const [, w, colour] of img ? [] : eachHead()) {  // each head's own lines from the focused token
+      const hs = f.side === "q" ? w[f.i] : w.map((row) => row[f.i]);
+      const hmax = Math.max(...hs) || 1;
+      hs.forEach((x, j) => {
+        const [q, k] = f.side === "q" ? [f.i, j] : [j, f.i];
+        if (x >= MIN_LINE) line(lines, q, k, x / hmax, 0.5 + 2.5 * x / hmax, colour);
+      });
+    }
     ws.forEach((w, j) => {
       const [q, k] = f.side === "q" ? [f.i, j] : [j, f.i];
       const patch = img !== null && k >= img.offset;  // no row to draw a line to
-      if (!patch) line(lines, q, k, w / max, 0.5 + 2.5 * w / max);
+      if (!patch && state.head !== "each") line(lines, q, k, w / max, 0.5 + 2.5 * w / max);
       if (f.side === "k") bar(bars, "q", j, w, max);
       else if (!patch) bar(bars, "k", j, w, max);  // a patch's weight is its overlay, below
     });
@@ -286,7 +339,7 @@ function heatmap(canvas, att) {
 function markSelected() {
   for (const c of root.querySelectorAll("#thumbs canvas")) {
     const inLayer = +c.dataset.layer === state.layer;
-    c.classList.toggle("in-layer", inLayer && state.head === "all");
+    c.classList.toggle("in-layer", inLayer && (state.head === "all" || state.head === "each"));
     c.classList.toggle("selected", inLayer && +c.dataset.head === state.head);
   }
 }
@@ -302,7 +355,8 @@ function option(value, text) {
 function fillSelects() {
   const t = tab(), L = t.weights.length, H = t.weights[0].length;
   layerSelect.replaceChildren(...Array.from({ length: L }, (_, l) => option(l, `${l}`)));
-  headSelect.replaceChildren(option("all", "all (mean)"), ...Array.from({ length: H }, (_, h) => option(h, `${h}`)));
+  headSelect.replaceChildren(option("all", "all (mean)"), option("each", "each, in colour"),
+    ...Array.from({ length: H }, (_, h) => option(h, `${h}`)));
 }
 
 // The one way the selection changes: the selects, the tabs and the thumbnails all call it.
@@ -314,7 +368,7 @@ function select(change) {
     state.focus = null;  // token indices of one tab mean nothing in another
     state.pinned = false;
     state.layer = Math.min(state.layer, t.weights.length - 1);
-    if (state.head !== "all") state.head = Math.min(state.head, t.weights[0].length - 1);
+    if (typeof state.head === "number") state.head = Math.min(state.head, t.weights[0].length - 1);
     fillSelects();
     drawModelView();
   }
@@ -338,12 +392,12 @@ function render(el, payload) {
   layerSelect = $("layer-select");
   headSelect = $("head-select");
   means.clear();
-  Object.assign(state, { tab: 0, layer: 0, head: 0, focus: null, pinned: false });
+  Object.assign(state, { tab: 0, layer: 0, head: 0, focus: null, pinned: false, off: new Set() });
   if (was) {
     state.tab = Math.max(0, P.tabs.findIndex((t) => t.kind === was.kind));
     const L = tab().weights.length, H = tab().weights[0].length;
     if (was.layer < L) state.layer = was.layer;
-    if (was.head === "all" || was.head < H) state.head = was.head;
+    if (typeof was.head !== "number" || was.head < H) state.head = was.head;
   }
 
   $("title").textContent = P.title;
@@ -365,7 +419,7 @@ function render(el, payload) {
     });
   }
   layerSelect.onchange = () => select({ layer: +layerSelect.value });
-  headSelect.onchange = () => select({ head: headSelect.value === "all" ? "all" : +headSelect.value });
+  headSelect.onchange = () => select({ head: ["all", "each"].includes(headSelect.value) ? headSelect.value : +headSelect.value });
   svg.onmouseover = onMouseOver;
   svg.onmouseleave = () => { if (!state.pinned) setFocus(null); };
   svg.onclick = onClick;
