@@ -98,8 +98,10 @@ def _add_dataclass_flags(parser: argparse.ArgumentParser, cls, skip=(), title: s
         optional = dict(nargs="?", const=True) if kind is _bool else {}  # a bare --compile means --compile true
         allowed = choices.get(f.name)
         text = helps[f.name] + (f"; one of {', '.join(map(str, allowed))}" if allowed else "") + f" (default {default})"
+        # the choices are listed, not enforced here: the config refuses a bad one in its own words, and
+        # some flags serve two configs (--pos: a ViT also takes sinusoidal2d)
         group.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=kind, default=None,
-                           metavar=f.name.upper() if allowed is None else None, choices=allowed, help=text, **optional)
+                           metavar=f.name.upper() if allowed is None else "{" + ",".join(allowed) + "}", help=text, **optional)
         names.append(f.name)
     return names
 
@@ -146,6 +148,7 @@ def build_parser() -> Parser:
     tasks.add_argument("--scenes", type=int, help="--task caption-*: training scenes (default 20000; 1000 unseen test scenes)")
     tasks.add_argument("--colours", help="--task caption-shapes: comma-separated subset of red,green,blue,yellow")
     tasks.add_argument("--shapes", help="--task caption-shapes: comma-separated subset of square,circle,triangle,cross")
+    train._option_string_actions["--pos"].help += "; with --task vit-digits or caption-*: learned or sinusoidal2d"
     train.set_defaults(model_flags=model_flags, train_flags=train_flags)
 
     sample = sub.add_parser("sample", help="generate text from a trained run")

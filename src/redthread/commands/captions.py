@@ -17,7 +17,6 @@ Its attention page and per-word overlays (`redthread attention --index N`): `red
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 
 import torch
@@ -27,29 +26,15 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.generate.captions import GREEDY, caption
 from redthread.generate.config import SampleConfig
-from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.models.captioner import Captioner, CaptionerConfig, captioner_config  # noqa: F401 (used by tests)
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.train.memory import check_training_fits
+from redthread.train.recipes import CAPTION_TRAIN
 from redthread.train.run_folder import RunFolder
+from redthread.viz.patches import caption_grounding as grounding
 
-# measured on caption-shapes (docs/vision.md): AdamW, warm-up, cosine decay, batch 64
-CAPTION_TRAIN = {"max_iters": 1500, "batch_size": 64, "lr": 2e-3, "min_lr": 1e-4, "warmup_iters": 100, "weight_decay": 0.05}
 SCENES = {"n_train": 20000, "n_test": 1000, "seed": 0}
 TOP_P = 0.9
-
-
-def captioner_config(data: CaptionData, requested: dict) -> CaptionerConfig:
-    """CaptionerConfig for this data: image size, channels, patch size, vocabulary and caption length from the data."""
-    known = {f.name for f in fields(CaptionerConfig)}
-    unknown = sorted(set(requested) - known)
-    if unknown:
-        raise RedthreadError(f"--{unknown[0].replace('_', '-')} is not a captioner setting (captioner: {', '.join(sorted(known))})")
-    base = {"vocab_size": len(data.vocab), "block_size": data.block_size, "image_size": data.image_size,
-            "channels": data.channels, "patch_size": data.patch_size}
-    for name in ("vocab_size", "block_size", "image_size", "channels", "patch_size"):
-        if name in requested and requested[name] != base[name]:
-            raise RedthreadError(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
-    return CaptionerConfig(**{**base, **requested})
 
 
 def pad_to(seq: torch.Tensor, length: int) -> torch.Tensor:
@@ -68,27 +53,6 @@ def exact_match(model: Captioner, data: CaptionData, split: str = "val", batch_s
         out = caption(model, s.images[start : start + batch_size].to(device), sampling).cpu()
         hits += int((pad_to(out, ref.size(1)) == ref).all(1).sum())
     return hits / len(s)
-
-
-@torch.no_grad()
-def grounding(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256):
-    """`redthread.viz.patches.Grounding` of the reference captions of a split (teacher-forced)."""
-    from redthread.viz.patches import Grounding, grounding_mass
-    from redthread.viz.record import record_attention
-
-    s = data.split(split)
-    device = next(model.parameters()).device
-    model.eval()
-    masses, uniforms = [], []
-    for start in range(0, len(s), batch_size):
-        tokens = s.tokens[start : start + batch_size]
-        with record_attention(model) as maps:
-            model(s.images[start : start + batch_size].to(device), tokens[:, :-1].to(device))
-        cross = maps.stacked("cross").transpose(0, 1)  # (B, L, H, T, P)
-        mass, uniform, _ = grounding_mass(cross, s.masks[start : start + batch_size])
-        masses.append(mass)
-        uniforms.append(uniform)
-    return Grounding.from_mass(torch.cat(masses), torch.cat(uniforms))
 
 
 def score_captioner(model: Captioner, data: CaptionData, split: str = "val") -> dict:

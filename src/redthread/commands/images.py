@@ -22,22 +22,21 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from redthread.data.images import ImageData, load_digits
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text, check_report_folder, fresh_output_path
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
-from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.loop import TrainConfig, train
+from redthread.train.loop import classifier_score as score  # noqa: F401 (the image ladder and tests)
 from redthread.train.memory import check_training_fits
+from redthread.train.recipes import VIT_MODEL, VIT_TRAIN
 from redthread.train.run_folder import RunFolder
 
 TASKS = ("vit-digits",)
 IMAGE_SETS = ("digits",)
 # settings measured on digits (docs/vision.md): AdamW, cosine decay, batch 64
-VIT_TRAIN = {"max_iters": 1000, "batch_size": 64, "lr": 2e-3, "min_lr": 1e-4, "warmup_iters": 100, "weight_decay": 0.05}
-VIT_MODEL = {"dropout": 0.1}  # 1,000 steps: test NLL 0.087 against 0.146 without, accuracy 0.975 both (docs/vision.md)
 LINEAR_TRAIN = {"lr": 1e-2, "weight_decay": 0.0}  # decay would pull every class towards uniform
 MLP_TRAIN = {"lr": 3e-3, "weight_decay": 0.0}
 MLP_SIZE = {"d_hidden": 128, "n_layer": 2}
@@ -54,19 +53,6 @@ def vit_config(data: ImageData, upscale: int, requested: dict) -> ViTConfig:
         if name in requested and requested[name] != base[name]:
             raise RedthreadError(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
     return ViTConfig(**{**base, **VIT_MODEL, **requested})
-
-
-@torch.no_grad()
-def score(model: nn.Module, data, split: str = "val", batch_size: int = 256) -> dict:
-    """Accuracy and NLL (nats per image) over every image of a split, once."""
-    model.eval()
-    nll = evaluate(model, data, split, batch_size=batch_size)["nll"]
-    device = next(model.parameters()).device
-    correct = total = 0
-    for x, y in data.eval_batches(split, batch_size):
-        correct += int((model(x.to(device)).argmax(-1).cpu() == y).sum())
-        total += y.numel()
-    return {"accuracy": correct / total, "nll": nll, "images": total}
 
 
 def train_vit_digits(

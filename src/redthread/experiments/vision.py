@@ -41,15 +41,16 @@ import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
-from redthread.commands.captions import CAPTION_TRAIN, captioner_config, grounding
-from redthread.commands.images import VIT_TRAIN, score
 from redthread.data.captions import load_caption_data
 from redthread.experiments.classification import DIGIT_LRS, MLP_DIGITS, digit_models, excess_ece, predict_proba
 from redthread.experiments.report import Report
-from redthread.models.captioner import Captioner
+from redthread.models.captioner import Captioner, captioner_config
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.loop import TrainConfig, train
+from redthread.train.loop import classifier_score as score
+from redthread.train.recipes import CAPTION_TRAIN, VIT_TRAIN
+from redthread.viz.patches import caption_grounding as grounding
 
 NAME, CLAIMS = "vision", "C14, C2"
 VIT_SIZE = {"d_model": 48, "n_layer": 2, "n_head": 4, "dropout": 0.1}  # smaller than the recipe's (docs/vision.md)

@@ -16,13 +16,13 @@ Shape legend: B batch, C_in image channels, H, W pixels, P patches, C d_model, T
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from torch import Tensor
 from torch.distributions import Categorical
 
-from redthread.data.captions import EOS, ImageText
+from redthread.data.captions import EOS, CaptionData, ImageText
 from redthread.errors import InvalidValue
 from redthread.models.base import Estimator
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
@@ -103,3 +103,17 @@ class Captioner(Estimator):
     def distribution(self, x: ImageText) -> Categorical:
         """P(next word | caption so far, image) at every position: batch shape (B, T), V outcomes."""
         return Categorical(logits=self(x).float())
+
+
+def captioner_config(data: CaptionData, requested: dict) -> CaptionerConfig:
+    """CaptionerConfig for this data: image size, channels, patch size, vocabulary and caption length from the data."""
+    known = {f.name for f in fields(CaptionerConfig)}
+    unknown = sorted(set(requested) - known)
+    if unknown:
+        raise InvalidValue(f"--{unknown[0].replace('_', '-')} is not a captioner setting (captioner: {', '.join(sorted(known))})")
+    base = {"vocab_size": len(data.vocab), "block_size": data.block_size, "image_size": data.image_size,
+            "channels": data.channels, "patch_size": data.patch_size}
+    for name in ("vocab_size", "block_size", "image_size", "channels", "patch_size"):
+        if name in requested and requested[name] != base[name]:
+            raise InvalidValue(f"{name} is fixed by the data ({base[name]}), got {requested[name]}")
+    return CaptionerConfig(**{**base, **requested})

@@ -196,6 +196,19 @@ def evaluate(
     return out
 
 
+@torch.no_grad()
+def classifier_score(model: nn.Module, data, split: str = "val", batch_size: int = 256) -> dict:
+    """Accuracy and NLL (nats per image) over every image of a split, once."""
+    model.eval()
+    nll = evaluate(model, data, split, batch_size=batch_size)["nll"]
+    device = next(model.parameters()).device
+    correct = total = 0
+    for x, y in data.eval_batches(split, batch_size):
+        correct += int((model(x.to(device)).argmax(-1).cpu() == y).sum())
+        total += y.numel()
+    return {"accuracy": correct / total, "nll": nll, "images": total}
+
+
 def _rng_state(generator: torch.Generator) -> dict[str, Tensor]:
     state = {"torch": torch.get_rng_state(), "data": generator.get_state()}
     if torch.cuda.is_available():

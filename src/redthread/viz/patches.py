@@ -26,7 +26,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from redthread.data.captions import CaptionData
 from redthread.errors import InvalidValue
+from redthread.models.captioner import Captioner
 
 
 def attention_rollout(att: Tensor, residual: float = 0.5) -> Tensor:
@@ -136,3 +138,23 @@ def plot_patch_overlays(
         fig.suptitle(suptitle, fontsize=10)
     _save(fig, path)
     return fig
+
+
+@torch.no_grad()
+def caption_grounding(model: Captioner, data: CaptionData, split: str = "val", batch_size: int = 256):
+    """`redthread.viz.patches.Grounding` of the reference captions of a split (teacher-forced)."""
+    from redthread.viz.record import record_attention
+
+    s = data.split(split)
+    device = next(model.parameters()).device
+    model.eval()
+    masses, uniforms = [], []
+    for start in range(0, len(s), batch_size):
+        tokens = s.tokens[start : start + batch_size]
+        with record_attention(model) as maps:
+            model(s.images[start : start + batch_size].to(device), tokens[:, :-1].to(device))
+        cross = maps.stacked("cross").transpose(0, 1)  # (B, L, H, T, P)
+        mass, uniform, _ = grounding_mass(cross, s.masks[start : start + batch_size])
+        masses.append(mass)
+        uniforms.append(uniform)
+    return Grounding.from_mass(torch.cat(masses), torch.cat(uniforms))
