@@ -72,7 +72,7 @@ def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
         report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
         seconds = float(report["numbers"].get("seconds", 0.0))
         total += seconds
-        parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part) or "—"
+        parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part).replace("|", "\\|") or "—"
         lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {seconds:.1f} |")
     lines += ["", f"Total: {total / 60:.1f} min of experiments, seed {seed}."]
     atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
