@@ -22,7 +22,6 @@ trained on Shakespeare's plays:
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,8 +31,8 @@ from torch import Tensor
 
 from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
+from redthread.experiments.heads import columns_mean_ablated
 from redthread.experiments.report import Report
-from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, train
 from redthread.viz.record import record_attention
@@ -89,22 +88,6 @@ def output_means(model: TransformerLM, x: Tensor) -> list[Tensor]:
     return seen
 
 
-@contextmanager
-def mean_ablated(attn: MultiHeadAttention, columns: Tensor, means: Tensor):
-    """Within the block, the given columns of the attention output carry their mean: no information."""
-
-    def replace(module, args):
-        y = args[0].clone()  # (B, T, C)
-        y[..., columns] = means[columns]
-        return (y,)
-
-    handle = attn.out_proj.register_forward_pre_hook(replace)
-    try:
-        yield
-    finally:
-        handle.remove()
-
-
 def removal_costs(model: TransformerLM, x: Tensor, y: Tensor, means: list[Tensor], k: int, seed: int) -> tuple[float, float]:
     """(heads, dims): val NLL lost by mean-ablating k heads of a layer (every set of k, averaged) and by
     mean-ablating k * d_head random columns of it (RANDOM_DRAWS draws), both averaged over layers."""
@@ -115,11 +98,11 @@ def removal_costs(model: TransformerLM, x: Tensor, y: Tensor, means: list[Tensor
     for block, mu in zip(model.blocks, means):
         for subset in itertools.combinations(range(N_HEAD), k):
             cols = torch.cat([torch.arange(h * d, (h + 1) * d) for h in subset])
-            with mean_ablated(block.self_attn, cols, mu):
+            with columns_mean_ablated(block.self_attn, cols, mu):
                 heads.append(token_nll(model, x, y) - base)
         for _ in range(RANDOM_DRAWS):
             cols = torch.randperm(model.cfg.d_model, generator=gen)[: k * d]
-            with mean_ablated(block.self_attn, cols, mu):
+            with columns_mean_ablated(block.self_attn, cols, mu):
                 dims.append(token_nll(model, x, y) - base)
     return float(np.mean(heads)), float(np.mean(dims))
 

@@ -122,15 +122,19 @@ def head_means(model: TransformerLM, x: Tensor) -> Tensor:
     return torch.stack(sums).sum(0) / (x.size(0) * x.size(1))
 
 
-@contextmanager
 def mean_ablated(attn: MultiHeadAttention, heads: list[int], means: Tensor):
     """Within the block, the given heads output their mean: their subspace carries no information."""
-    D = attn.d_head
+    D = attn.d_head  # heads side by side in the attention output: head h in columns h*D .. (h+1)*D
+    return columns_mean_ablated(attn, torch.cat([torch.arange(h * D, (h + 1) * D) for h in heads]), means)
+
+
+@contextmanager
+def columns_mean_ablated(attn: MultiHeadAttention, columns: Tensor, means: Tensor):
+    """Within the block, the given columns of the attention output carry their mean: no information."""
 
     def replace(module, args):
-        y = args[0].clone()  # (B, T, C): heads side by side, head h in columns h*D .. (h+1)*D
-        for h in heads:
-            y[..., h * D : (h + 1) * D] = means[h * D : (h + 1) * D]
+        y = args[0].clone()  # (B, T, C)
+        y[..., columns] = means[columns]
         return (y,)
 
     handle = attn.out_proj.register_forward_pre_hook(replace)
