@@ -11,7 +11,7 @@ another package of its own band. Every import counts, the ones inside functions 
 | 4    | train, generate,    | the likelihoods, the one loop, checkpoints; the sampler; Hugging Face     |
 |      | interop             | conversion: each works on models, none on the others                      |
 | 5    | viz                 | recording attention, the explorer, figures, the inspector, head ranking   |
-| 6    | experiments         | one claim of the seed each, with a computed verdict                       |
+| 6    | experiments         | one claim of the essay each, with a computed verdict                       |
 | 7    | serve               | the web app                                                               |
 | 8    | commands            | one module per subcommand (`redthread serve` starts the app)              |
 | 9    | cli                 | wiring only                                                               |

@@ -1,6 +1,6 @@
 """`redthread train --task vit-digits` and `redthread ladder --images digits`: images as patches.
 
-Claim C14 of the seed (an image is a sequence of patches, and the text models' encoder blocks
+Claim C14 of the essay (an image is a sequence of patches, and the text models' encoder blocks
 classify it) and C2 (a softmax head estimates P(class | image)). On scikit-learn's bundled
 digits, with the fixed stratified split of `redthread.data.images`:
 

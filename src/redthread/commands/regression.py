@@ -1,6 +1,6 @@
 """`redthread regression`: every regression rung on one synthetic problem whose E[y | x] is known.
 
-Claim C1 of the seed (a regression model estimates E[y | x], trained by Gaussian maximum
+Claim C1 of the essay (a regression model estimates E[y | x], trained by Gaussian maximum
 likelihood) and claim C6 (attention as a data-dependent weighted average): on one data set of
 a `redthread.data.regression` kind it fits
     linear regression      closed form (least squares)

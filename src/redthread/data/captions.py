@@ -1,6 +1,6 @@
 """Images with captions, generated in code, where the ground truth says which pixels each word names.
 
-Claim C14 of the seed: text tokens can attend to image regions. To measure whether they do, the
+Claim C14 of the essay: text tokens can attend to image regions. To measure whether they do, the
 data must say where every word's object is. Two tasks, both reproducible from a seed, no download:
 
 caption-shapes   canvases of 24 x 24 RGB pixels on black, cut into a 3 x 3 grid of 8 x 8 cells;

@@ -1,6 +1,6 @@
 """Images for the Vision Transformer, with no download: scikit-learn's bundled handwritten digits.
 
-Claim C14 of the seed (images as sequences of patches) and C2 (a classifier estimates
+Claim C14 of the essay (images as sequences of patches) and C2 (a classifier estimates
 P(class | x)). `load_digits` ships 1,797 grey 8 x 8 images of the digits 0-9 (pixel values
 0-16) inside scikit-learn; here they are scaled to [0, 1] and split once, the same way for
 every rung:

@@ -1,4 +1,4 @@
-"""One experiment per claim of the seed, each a module with `NAME`, `CLAIMS` and
+"""One experiment per claim of the essay, each a module with `NAME`, `CLAIMS` and
 `run(quick, seed, progress) -> Report`; `redthread experiment NAME` runs one, `all` runs every one.
 
 The experiments, the claims they test and what they measure: `SUMMARIES` below (also what

@@ -1,6 +1,6 @@
 """Attention: the math (`scaled_dot_product_attention`) and the module (`MultiHeadAttention`).
 
-Rung on the ladder: attention, P(token_i | whole context). Claim C6 of the seed:
+Rung on the ladder: attention, P(token_i | whole context). Claim C6 of the essay:
     Output_i = sum_j softmax_j(Query_i . Key_j) Value_j
 The weights of each row are a conditional distribution over positions (they sum to 1),
 computed from the data for every query, unlike linear regression's fixed global weights.

@@ -1,6 +1,6 @@
 """The contract every rung of the ladder keeps: a model of a conditional distribution.
 
-Claims C1, C2 and C12 of the seed: from linear regression to the Transformer, each model
+Claims C1, C2 and C12 of the essay: from linear regression to the Transformer, each model
 maps a context to a distribution over what comes next, and is trained by maximising the
 likelihood of what did come next. The rungs differ only in what context they can use and how.
 

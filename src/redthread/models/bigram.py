@@ -1,6 +1,6 @@
 """Bigram softmax regression: the linear rung for sequences, P(token_t | token_{t-1}) = softmax(W[token_{t-1}]).
 
-Claim C2 of the seed: classification is estimating P(class | x), here with x the one-hot
+Claim C2 of the essay: classification is estimating P(class | x), here with x the one-hot
 previous token and a linear map to logits, logits = one_hot(token) @ W, which is a row lookup.
 Trained by gradient descent on the same negative log-likelihood as every other rung, its
 optimum is the bigram count table of `redthread.models.ngram` (with a little weight decay in

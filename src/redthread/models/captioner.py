@@ -1,6 +1,6 @@
 """Image to text: a ViT encoder and a Transformer decoder whose words attend to image patches.
 
-Claim C14 of the seed, both halves at once. The image is a sequence of patches
+Claim C14 of the essay, both halves at once. The image is a sequence of patches
 (`redthread.models.vit.ViT` with no head, n_classes=0); the caption is a sequence of words;
 the decoder (`redthread.models.transformer.Decoder`: masked self-attention, then
 cross-attention to the patch vectors, then the FFN) learns

@@ -1,6 +1,6 @@
 """The MLP language model (Bengio et al. 2003): P(token_t | the previous `context` tokens) from a fixed window.
 
-The rung between counting and recurrence (claims C2, C3 of the seed). Each of the last
+The rung between counting and recurrence (claims C2, C3 of the essay). Each of the last
 `context` tokens is looked up in an embedding table, the embeddings are concatenated and fed
 to a tanh hidden layer, and a linear layer gives the logits:
 

@@ -1,6 +1,6 @@
 """n-gram counts: the bottom rung for sequences, P(token_t | previous n - 1 tokens) by counting.
 
-Claims C1, C2 and C12 of the seed at their simplest: the maximum-likelihood estimate of a
+Claims C1, C2 and C12 of the essay at their simplest: the maximum-likelihood estimate of a
 conditional distribution over a finite context is a table of relative frequencies,
 P(b | a) = count(a b) / count(a). Unseen pairs would get probability zero (infinite NLL on new
 text), so add-k (Lidstone) smoothing adds k to every count:

@@ -2,7 +2,7 @@
 
 A recurrent network reads the sequence one token at a time and folds each into a hidden
 state, h_t = f(h_{t-1}, x_t); the next-token distribution is a softmax of a linear map of h_t.
-This rung serves claims C3-C5 of the seed, each visible in the code below:
+This rung serves claims C3-C5 of the essay, each visible in the code below:
 
 - C3: the gradient of h_t with respect to h_{t-k} is a product of k Jacobians through tanh
   (and W_hh), so over long distances it vanishes or explodes (Bengio et al. 1994; Pascanu et

@@ -1,6 +1,6 @@
 """The bottom rungs of the ladder: linear regression, feed-forward networks, and kernel regression as attention.
 
-Claim C1 of the seed: linear regression's prediction for x_new estimates E[y | x = x_new], and
+Claim C1 of the essay: linear regression's prediction for x_new estimates E[y | x = x_new], and
 minimising the mean squared error is maximising a Gaussian likelihood,
     -log N(y; mu(x), s^2) = 0.5 log(2 pi s^2) + (y - mu(x))^2 / (2 s^2),
 whose minimiser over mu is the least-squares fit whatever s is, and whose minimiser over s^2 is

@@ -1,6 +1,6 @@
 """The Transformer: the top rung of the ladder, P(token_t | tokens_<t) from attention stacked deep.
 
-Every piece of claims C6-C11 of the seed is assembled here from `redthread.layers`:
+Every piece of claims C6-C11 of the essay is assembled here from `redthread.layers`:
 token embedding + positional encoding (C8) -> N blocks of multi-head attention (C6, C7, C9)
 and a position-wise FFN (C10), each with a residual connection and LayerNorm (C11) -> a
 linear layer whose softmax is the next-token distribution (C2, C12).

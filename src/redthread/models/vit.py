@@ -1,6 +1,6 @@
 """The Vision Transformer: an image as a sequence of patches, P(class | image) by attention.
 
-Claim C14 of the seed: nothing in the Transformer is specific to text. Cut an image into
+Claim C14 of the essay: nothing in the Transformer is specific to text. Cut an image into
 non-overlapping p x p patches, project each to d_model (a convolution with kernel = stride = p
 is exactly "flatten each patch, multiply by one matrix"), add positions, and the same encoder
 blocks as the text models (`redthread.layers.blocks.EncoderBlock`) relate every patch to every

@@ -1,6 +1,6 @@
 """The attention explorer: one self-contained HTML page that shows attention weights.
 
-Rung on the ladder: attention and the Transformer. Claim C13 of the seed: attention maps are
+Rung on the ladder: attention and the Transformer. Claim C13 of the essay: attention maps are
 a window into what the model learned ("it" should attend to "animal" more than to "street").
 Claim C9: heads differ, so the page shows every layer x head at once (the model view) and one
 of them, or their mean, in detail (the head view). Claim C14: the keys of a tab may be the

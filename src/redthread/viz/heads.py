@@ -1,7 +1,7 @@
 """Which heads send a word to which: the source's example, "The animal didn't cross the street
 because it was too tired", where 'it' should attend to 'animal' (and in "... too wide", to 'street').
 
-Claim C13 of the seed. `rank_heads` reads one forward pass of an `Inspector` (`redthread.viz.inspector`):
+Claim C13 of the essay. `rank_heads` reads one forward pass of an `Inspector` (`redthread.viz.inspector`):
 for the source word (default: the first pronoun), the weight it puts on each target word, summed
 over the target's tokens, in every layer and head, ranked; `heads_report` and `contrast_report`
 write it as Markdown (`redthread attention --source/--targets/--contrast`, the coreference

@@ -1,7 +1,7 @@
 """An image model's attention, for the explorer page (`redthread attention --index N | --image FILE`, and the web
 app's /api/image) and as figures drawn on the image.
 
-Claim C14 of the seed: an image is a sequence of patches, and a caption's words attend to image regions.
+Claim C14 of the essay: an image is a sequence of patches, and a caption's words attend to image regions.
 
     ViT run         every layer x head over the patches (and the class token); the figure: attention
                     rollout through every layer, then each head of one layer, on the image

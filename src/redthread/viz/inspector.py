@@ -1,7 +1,7 @@
 """Looking inside a model: load it, read text into labelled tokens, record its attention, and
 show its next-token distribution P(token | context) before and after the sampling processors.
 
-Claim C13 of the seed (attention maps are a window into what a model learned) and C12 (sampling
+Claim C13 of the essay (attention maps are a window into what a model learned) and C12 (sampling
 reshapes P(token | context)). The explorer page (`redthread attention`), the web app (`redthread
 serve`) and the coreference experiment all stand on this:
 
