@@ -57,6 +57,15 @@ def assert_verdicts_are_computed(data: dict) -> None:
     assert data["verdict"] == combine(data["parts"].values())
 
 
+def assert_parts(report, data: dict, parts: dict[str, tuple[str, ...]]) -> None:
+    """Each named check sits in its part, over at least two seeds with an interval; the report has exactly these parts."""
+    by_name = {c.name: c for c in report.checks}
+    for part, names in parts.items():
+        for name in names:
+            assert by_name[name].part == part and len(by_name[name].seeds) >= 2 and by_name[name].interval is not None
+    assert set(data["parts"]) == set(parts)
+
+
 @pytest.fixture
 def quick_report(tmp_path):
     """Run an experiment in quick mode; check the report files and that every table number is in report.json."""

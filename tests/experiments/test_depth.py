@@ -5,6 +5,7 @@ import torch
 from redthread.experiments.depth import VARIANTS, StackLM, regimes, token_identity
 from redthread.layers.blocks import DecoderBlock
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from tests.experiments.conftest import assert_parts
 
 PARTS = {"residuals": ["identity_residual", "identity_no_residual", "residual_trains", "residual_gap"],
          "LayerNorm": ["layernorm_gap"]}
@@ -43,11 +44,7 @@ def test_token_identity_against_hand_computed_cases():
 
 def test_depth_quick_structure(quick_report):
     report, md, data, _ = quick_report("depth")
-    by_name = {c.name: c for c in report.checks}
-    for part, names in PARTS.items():
-        for name in names:
-            assert by_name[name].part == part and len(by_name[name].seeds) >= 2 and by_name[name].interval is not None
-    assert set(data["parts"]) == set(PARTS)
+    assert_parts(report, data, PARTS)
     n = data["numbers"]
     res, stress, depths = regimes(quick=True)
     assert n["identity_depths"] == depths and res.depth in depths

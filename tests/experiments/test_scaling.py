@@ -4,6 +4,7 @@ import torch
 
 from redthread.experiments import scaling
 from redthread.experiments.criteria import CRITERIA
+from tests.experiments.conftest import assert_parts
 
 PARTS = {"variance": ["variance"], "saturation": ["one_hot", "jacobian_unscaled", "jacobian_scaled"],
          "trainability": ["scaled_trains", "gap"]}
@@ -35,11 +36,7 @@ def test_variance_threshold_is_four_standard_errors():
 
 def test_scaling_quick_structure(quick_report):
     report, md, data, _ = quick_report("scaling")
-    by_name = {c.name: c for c in report.checks}
-    for part, names in PARTS.items():
-        for name in names:
-            assert by_name[name].part == part and len(by_name[name].seeds) >= 2 and by_name[name].interval is not None
-    assert set(data["parts"]) == set(PARTS)
+    assert_parts(report, data, PARTS)
     n = data["numbers"]
     assert n["d_k"] == scaling.D_K and all(v > 0 for v in n["var_unscaled"])
     assert all(1 / scaling.S_KEYS <= w <= 1 for w in n["max_weight_unscaled"] + n["max_weight_scaled"])
