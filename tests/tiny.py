@@ -22,9 +22,8 @@ def save_tiny_run(folder: Path, text: str, block_size: int = 32, seed: int = 0) 
 def save_tiny_captioner_run(folder: Path, seed: int = 0) -> None:
     """A captioner (1 + 1 layers, d_model 16) on caption-shapes with 64 training and 16 test scenes,
     saved as `redthread train --task caption-shapes` saves one (the scenes' settings and vocabulary)."""
-    from redthread.commands.captions import captioner_config
     from redthread.data.captions import load_caption_data
-    from redthread.models.captioner import Captioner
+    from redthread.models.captioner import Captioner, captioner_config
 
     settings = {"n_train": 64, "n_test": 16, "seed": 0, "patch_size": 4, "colours": None, "shapes": None}
     data = load_caption_data("caption-shapes", **settings)

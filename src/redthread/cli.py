@@ -62,7 +62,7 @@ def _version() -> str:
 
 def _progress(args) -> bool | str:
     """A progress bar on a terminal, plain lines in a log or CI (output not a terminal), nothing with --no-progress."""
-    if args.no_progress:
+    if getattr(args, "no_progress", False):  # the demo has no such flag
         return False
     return True if sys.stderr.isatty() else "plain"
 
@@ -264,7 +264,7 @@ def run(args) -> None:
     if args.command == "demo":
         from redthread.commands.demo import run_demo
 
-        run_demo(args.out, args.minutes, args.device, progress=True if sys.stderr.isatty() else "plain")
+        run_demo(args.out, args.minutes, args.device, progress=_progress(args))
     elif args.command == "train" and args.task == "vit-digits":
         from redthread.commands.images import train_vit_digits
 

@@ -26,7 +26,7 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.generate.captions import GREEDY, caption
 from redthread.generate.config import SampleConfig
-from redthread.models.captioner import Captioner, CaptionerConfig, captioner_config  # noqa: F401 (used by tests)
+from redthread.models.captioner import Captioner, CaptionerConfig, captioner_config
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.train.memory import check_training_fits
 from redthread.train.recipes import CAPTION_TRAIN

@@ -29,7 +29,7 @@ from redthread.files import atomic_write_text, check_report_folder, fresh_output
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.loop import TrainConfig, train
-from redthread.train.loop import classifier_score as score  # noqa: F401 (the image ladder and tests)
+from redthread.train.loop import classifier_score as score
 from redthread.train.memory import check_training_fits
 from redthread.train.recipes import VIT_MODEL, VIT_TRAIN
 from redthread.train.run_folder import RunFolder

@@ -39,6 +39,7 @@ import torch
 
 from redthread.data.regression import RegressionData, make_regression
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.models.regression import LinearRegression, NadarayaWatson
 from redthread.train.loop import TrainConfig, train
 
@@ -53,7 +54,7 @@ NW_TRAIN = {"batch_size": 128, "lr": 0.05, "min_lr": 5e-3, "warmup_iters": 10, "
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     n = 300 if quick else 500
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     steps = 200 if quick else 300
     widths = torch.logspace(math.log10(0.03), math.log10(2.0), 25 if quick else 40, dtype=torch.float64).tolist()
     report = Report(

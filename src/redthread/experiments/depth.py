@@ -52,6 +52,7 @@ from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
 from redthread.models.base import LanguageModel
@@ -194,7 +195,7 @@ def regimes(quick: bool) -> tuple[Regime, Regime, list[int]]:
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     res, stress, id_depths = regimes(quick)
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

@@ -41,6 +41,7 @@ from torch import Tensor
 from redthread.data.synthetic import SyntheticSource
 from redthread.errors import InvalidValue
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.models.regression import SoftmaxRegression
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -199,7 +200,7 @@ def best_rise(rises: dict[str, float], kind: str) -> float:
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     length, steps, n_train, n_val = (16, 150, 1000, 200) if quick else (24, 600, 4000, 400)
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

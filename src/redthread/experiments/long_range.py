@@ -44,7 +44,7 @@ from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import RecallSource
 from redthread.experiments import one_thread
 from redthread.experiments.report import Report
-from redthread.experiments.stats import estimate
+from redthread.experiments.stats import estimate, run_seeds
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -218,7 +218,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     distances = [4, 16] if quick else [4, 16, 64]
     steps = 60 if quick else 300
     lr_sweep = QUICK_LRS if quick else LRS
-    seeds = [seed + k for k in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     workers = 1 if quick else 2
     params = {name: n_params(kind, WIDTHS[kind]) for name, kind in MODELS.items()}
     report = Report(

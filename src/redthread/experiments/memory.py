@@ -47,6 +47,7 @@ from redthread.experiments.long_range import (
     sweep_and_train,
 )
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 
 NAME, CLAIMS = "memory", "C5"
 RECURRENT = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
@@ -76,7 +77,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     loads = [1, 4]
     steps = 40 if quick else 250
     lr_sweep = (1e-2,) if quick else LRS
-    seeds = [seed + k for k in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     workers = 1 if quick else 2
     width = widths(sizes)
     params = {name: [n_params(MODELS[name], w) for w in width[name]] for name in MODELS}

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
@@ -56,7 +57,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     n_perm = 10 if quick else 50
     steps = 150 if quick else 600
     n_train, n_val = (8000, 4000) if quick else (20000, 10000)
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

@@ -23,6 +23,7 @@ import torch
 
 from redthread.data.regression import make_regression
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.models.regression import LinearRegression
 from redthread.train.fit import fit_gd
 
@@ -63,7 +64,7 @@ def two_fits(seed: int) -> tuple[LinearRegression, LinearRegression, float]:
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     sizes = [20, 50, 100, 300, 1000, 3000] + ([] if quick else [10000])
     reps = 20 if quick else 40
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

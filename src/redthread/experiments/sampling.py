@@ -40,6 +40,7 @@ import torch
 
 from redthread.data.synthetic import MarkovSource
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.generate.processors import build_processors, process
 from redthread.generate.sampler import generate
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -108,7 +109,7 @@ def closest_margin(rows: dict) -> float:
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     n_train, n_prompts = (1500, 128) if quick else (4000, 500)
     steps, n_layer = (200, 1) if quick else (600, 2)
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

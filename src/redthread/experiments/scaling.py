@@ -35,6 +35,7 @@ from torch.func import jacrev, vmap
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import RecallSource
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -53,7 +54,7 @@ ARMS = {"scaled": True, "unscaled": False}
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     d_model, steps, lrs = (64, 80, [1e-3, 3e-3]) if quick else (256, 300, [1e-4, 3e-4, 1e-3, 3e-3])
     n_softmax = 500 if quick else 2000  # draws per seed and d_k in part 2
-    seeds = [seed + i for i in range(2 if quick else 5)]
+    seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(

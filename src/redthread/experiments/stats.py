@@ -21,6 +21,7 @@ from statistics import NormalDist
 from redthread.errors import InvalidValue
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+FULL_SEEDS, QUICK_SEEDS = 5, 2  # seeds of every random measurement: a full run, and --quick
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE)
 ABOVE, BELOW = "above", "below"  # which side of the threshold the claim needs the value on
 
@@ -46,6 +47,11 @@ class Estimate:
         if self.lo is None:
             return f"{self.mean:.4g}"
         return f"{self.mean:.4g} [{self.lo:.4g}, {self.hi:.4g}] ({self.n} seeds)"
+
+
+def run_seeds(seed: int, quick: bool) -> list[int]:
+    """The seeds an experiment measures over: seed, seed + 1, ... (FULL_SEEDS, or QUICK_SEEDS with --quick)."""
+    return [seed + i for i in range(QUICK_SEEDS if quick else FULL_SEEDS)]
 
 
 def t_quantile(df: int) -> float:

@@ -389,9 +389,11 @@ def train(
                 except RedthreadError as e:
                     kept = f"; the last good checkpoint (step {saved_step}) is kept" if saved_step is not None else ""
                     raise RedthreadError(f"{e}{kept}") from None
-                plot_loss_curve(metrics_path, run_dir / "loss.png")
-                if cfg.tensorboard:
-                    events.write_events(read_metrics(metrics_path), run_dir / events.FOLDER)
+                if metrics_path is not None and metrics_path.exists():
+                    rows = read_metrics(metrics_path)  # read once: the loss curve and the event files show the same rows
+                    plot_loss_curve(rows, run_dir / "loss.png")
+                    if cfg.tensorboard:
+                        events.write_events(rows, run_dir / events.FOLDER)
             saved_step = step
             if publish is not None:  # the first save: a replacing run swaps in for the old one, and writes there from now
                 run_dir, publish = publish(), None
@@ -593,16 +595,13 @@ def read_metrics(path: str | Path) -> list[dict]:
     return _parse_metrics(Path(path))[0]
 
 
-def plot_loss_curve(metrics_path: Path | None, out: Path) -> None:
-    """Training loss and validation NLL against step, as a PNG."""
-    if metrics_path is None or not metrics_path.exists():
-        return
+def plot_loss_curve(rows: list[dict], out: Path) -> None:
+    """Training loss and validation NLL against step (the rows of metrics.jsonl), as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = read_metrics(metrics_path)
     train_rows = [r for r in rows if "loss" in r]
     val_rows = [r for r in rows if "val_nll" in r]
     fig, ax = plt.subplots(figsize=(6, 4))
