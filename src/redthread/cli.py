@@ -308,7 +308,8 @@ def run(args) -> None:
             write_toml(run.run_dir / "run.toml", {"data": args.data, "tokenizer": args.tokenizer, "vocab_size": args.vocab_size,
                                                   "model": model, "training": asdict(run.train_cfg)},
                        header="the settings of this run: redthread train --config run.toml --out NEW_FOLDER repeats it")
-            print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char")
+            print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char "
+                  f"(scored in {f['seconds']:.1f} s, after the {run.result.elapsed:.1f} s of training)")
             print(f"run folder: {run.run_dir} (its settings: run.toml)")
     elif args.command == "sample":
         from redthread.commands.sample import read_prompt, sample_text

@@ -73,6 +73,69 @@ def test_lr_schedule_warms_up_then_decays_to_min_lr():
     assert all(a >= b for a, b in zip(lrs, lrs[1:]))
 
 
+def test_lr_schedule_on_the_clock_warms_up_then_decays_to_min_lr_at_the_end_of_the_budget():
+    """With max_time the schedule follows the seconds spent, not the steps: a slow machine that
+    gets fewer steps than hoped still warms up and decays fully."""
+    cfg = TrainConfig(max_iters=10**9, lr=1e-3, min_lr=1e-4, max_time=100.0, warmup_frac=0.1)
+    assert lr_at(0, cfg, elapsed=0.0) == pytest.approx(1e-5)  # as the first of 100 warm-up steps
+    assert lr_at(0, cfg, elapsed=5.0) == pytest.approx(0.5e-3)
+    assert lr_at(7, cfg, elapsed=10.0) == pytest.approx(1e-3)
+    assert lr_at(7, cfg, elapsed=55.0) == pytest.approx(0.5 * (1e-3 + 1e-4))
+    assert lr_at(7, cfg, elapsed=100.0) == lr_at(7, cfg, elapsed=150.0) == pytest.approx(1e-4)
+    assert lr_at(500, cfg) == lr_at(500, TrainConfig(max_iters=10**9, lr=1e-3, min_lr=1e-4))  # no clock given: steps
+    with pytest.raises(ValueError, match="warmup_frac"):
+        TrainConfig(warmup_frac=1.0)
+
+
+class FakeClock:
+    """time.perf_counter for the loop: every call advances it by `tick` seconds (deterministic budgets)."""
+
+    def __init__(self, tick: float):
+        self.now, self.tick = 0.0, tick
+
+    def perf_counter(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_a_time_budget_completes_the_schedule_and_a_resume_goes_on_from_the_time_spent(tmp_path, monkeypatch):
+    import redthread.train.loop as loop
+
+    clock = FakeClock(0.01)
+    monkeypatch.setattr(loop, "time", clock)
+    cfg = TrainConfig(max_iters=10**6, batch_size=4, eval_interval=10**6, eval_batches=1, log_interval=1,
+                      lr=1e-3, min_lr=1e-5, max_time=1.0, warmup_frac=0.2)
+    result = train(fresh_model(), make_data(), cfg, run_dir=tmp_path / "run", progress=False)
+    lrs = [r["lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "lr" in r]
+    assert 10 < result.step < 10**6  # stopped by the clock
+    assert lrs[0] < 0.1 * cfg.lr and max(lrs) > 0.9 * cfg.lr  # warmed up
+    assert lrs[-1] < 0.05 * cfg.lr  # and decayed to (nearly) min_lr by the end of the budget
+    spent = read_checkpoint(tmp_path / "run").extra["elapsed"]
+    assert spent > cfg.max_time  # the save after the budget ran out
+
+    partial = TrainConfig(**{**cfg.to_dict(), "max_iters": 5, "max_time": 100.0})  # stopped by max_iters, early
+    train(fresh_model(), make_data(), partial, run_dir=tmp_path / "b", progress=False)
+    first = read_checkpoint(tmp_path / "b").extra["elapsed"]
+    more = TrainConfig(**{**partial.to_dict(), "max_iters": 10})
+    train(fresh_model(), make_data(), more, run_dir=tmp_path / "b", resume=True, progress=False)
+    rows = [r for r in read_metrics(tmp_path / "b" / "metrics.jsonl") if "lr" in r]
+    assert [r["step"] for r in rows] == list(range(1, 11))
+    assert rows[5]["elapsed"] > first  # the resumed run's clock starts where the saved one stopped
+    assert rows[5]["lr"] == pytest.approx(lr_at(5, more, elapsed=rows[5]["elapsed"]), rel=0.05)
+
+
+def test_progress_lines_on_the_clock_say_how_much_of_the_budget_is_spent(tmp_path, monkeypatch):
+    import redthread.train.loop as loop
+
+    monkeypatch.setattr(loop, "time", FakeClock(0.001))  # a few hundred steps
+    lines = []
+    cfg = TrainConfig(max_iters=10**6, batch_size=4, eval_interval=10**6, eval_batches=1, log_interval=1, max_time=1.0)
+    train(fresh_model(), make_data(), cfg, progress="plain", log=lines.append)
+    progress = [line for line in lines if line.startswith("step ") and "of 1s" in line]
+    assert 35 <= len(progress) <= 41  # one line per 2.5% of the budget
+    assert progress[-1].split(" (")[1].startswith(("97%", "98%", "99%", "100%"))
+
+
 def test_weight_decay_applies_to_matrices_only():
     model = fresh_model()
     opt = make_optimizer(model, TrainConfig(weight_decay=0.1), torch.device("cpu"))

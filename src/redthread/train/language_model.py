@@ -11,6 +11,7 @@ this; only rank 0 logs and writes (`train/distributed.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ class TrainedRun:
     tokenizer: object
     data: LMData
     result: TrainResult
-    final: dict  # full-split validation: nll, ppl, bpc
+    final: dict  # full-split validation: nll, ppl, bpc, tokens, and the seconds it took
     train_cfg: TrainConfig | None = None  # the training settings the run used
 
 
@@ -113,5 +114,9 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
                    progress=progress, log=log, extra=extra, publish=folder.publish)
-    final = evaluate(model, lm_data, "val", batch_size=64)  # every validation token, once
+    # every validation token, once: timed apart, since it is no part of the training (or its time budget)
+    log(f"scoring the whole validation split: {len(lm_data.split('val').tokens):,} tokens, each once")
+    t = time.perf_counter()
+    final = evaluate(model, lm_data, "val", batch_size=64)
+    final["seconds"] = time.perf_counter() - t
     return TrainedRun(out, model, tokenizer, lm_data, result, final, train_cfg)

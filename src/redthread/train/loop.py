@@ -83,7 +83,8 @@ class TrainConfig:
     log_interval: int = 10  # steps between loss lines in metrics.jsonl
     seed: int = 1337  # the initial weights and the batches
     device: str = "auto"  # auto (a GPU when there is one), cpu, cuda, cuda:N or mps
-    max_time: float | None = None  # seconds; stop early once spent
+    max_time: float | None = None  # seconds of training, validation estimates included; the schedule then runs on the clock (warmup_frac, decay to min_lr at the end) and max_iters only caps the steps
+    warmup_frac: float = 0.05  # with max_time: the share of the time budget spent warming up (warmup_iters counts steps otherwise)
     precision: str = "auto"  # auto (the best the device can do), fp32, bf16 or fp16 (train/precision.py)
     compile: bool = False  # torch.compile the training forward
     activation_checkpointing: bool = False  # recompute each block in backward instead of storing it
@@ -110,6 +111,8 @@ class TrainConfig:
             raise InvalidValue(f"seed must be an integer in [0, 2**63 - 2**16), got {self.seed!r}")
         if self.max_time is not None and not (_is_finite(self.max_time) and self.max_time > 0):
             raise InvalidValue(f"max_time must be a positive number of seconds, got {self.max_time}")
+        if not (_is_finite(self.warmup_frac) and 0 <= self.warmup_frac < 1):
+            raise InvalidValue(f"warmup_frac must be a number in [0, 1), got {self.warmup_frac!r}")
         if self.precision not in PRECISIONS:
             raise InvalidValue(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
         for name in ("compile", "activation_checkpointing"):
@@ -140,11 +143,22 @@ class TrainResult:
     tokens_per_s: float
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up to lr, then cosine decay to min_lr at max_iters."""
-    if step < cfg.warmup_iters:
-        return cfg.lr * (step + 1) / cfg.warmup_iters
-    progress = min(1.0, (step - cfg.warmup_iters) / max(1, cfg.max_iters - cfg.warmup_iters))
+def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
+    """Linear warm-up to lr, then cosine decay to min_lr.
+
+    On steps: warm-up for warmup_iters steps, decay until max_iters. On the clock, when the run has a
+    time budget (max_time) and `elapsed` seconds of it are spent: warm-up for its first warmup_frac,
+    decay until it is spent. A run that gets fewer steps than hoped still completes its schedule.
+    """
+    if cfg.max_time is None or elapsed is None:
+        if step < cfg.warmup_iters:
+            return cfg.lr * (step + 1) / cfg.warmup_iters
+        progress = min(1.0, (step - cfg.warmup_iters) / max(1, cfg.max_iters - cfg.warmup_iters))
+    else:
+        spent = min(1.0, max(0.0, elapsed / cfg.max_time))
+        if spent < cfg.warmup_frac:  # the first step gets lr/100, as the first of 100 warm-up steps would
+            return cfg.lr * max(spent / cfg.warmup_frac, 0.01)
+        progress = (spent - cfg.warmup_frac) / (1.0 - cfg.warmup_frac)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
@@ -226,36 +240,50 @@ def _restore_rng(rng: dict[str, Tensor], generator: torch.Generator) -> None:
 class Progress:
     """How a run shows its progress: a rich bar (loss, tokens/s, ETA) on a terminal (enabled=True);
     plain lines through `log` for logs and CI (enabled="plain": one line every ~2.5% of the run,
-    so a run prints about 40); nothing (enabled=False)."""
+    so a run prints about 40); nothing (enabled=False).
+
+    With a time budget (`budget` seconds, `spent` of them before a resume) the run is as far along as
+    its steps or its clock, whichever is further: it ends at max_iters or when the time is spent."""
 
     LINES = 40  # about how many plain lines a run prints
 
-    def __init__(self, total: int, start: int, enabled: bool | str, log: Callable[[str], None] | None = None):
+    def __init__(self, total: int, start: int, enabled: bool | str, log: Callable[[str], None] | None = None,
+                 budget: float | None = None, spent: float = 0.0):
         self.bar = None
-        self.total, self.start, self.t0 = total, start, time.perf_counter()
+        self.total, self.start, self.budget, self.spent, self.t0 = total, start, budget, spent, time.perf_counter()
         self.log = log if enabled == "plain" else None
-        self.every, self.next_line = max(1, total // self.LINES), start + max(1, total // self.LINES)
+        self.next_line = 1  # print when the run is this many LINES-ths done
         if enabled is True:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
 
+            steps = "step {task.fields[step]}" + ("" if budget else f"/{total}")
             self.bar = Bar(
-                TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("[bold]train"), BarColumn(), TextColumn(steps),
                 TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=False,
             )
             self.bar.start()
-            self.task = self.bar.add_task("train", total=total, completed=start, info="")
+            self.task = self.bar.add_task("train", total=1.0, completed=self.done(start)[0], info="", step=start)
+
+    def done(self, step: int) -> tuple[float, float]:
+        """How far along the run is (0 to 1), overall and since this process started (for the ETA)."""
+        elapsed = time.perf_counter() - self.t0
+        overall, here = step / self.total, (step - self.start) / max(1, self.total - self.start)
+        if self.budget:
+            overall = max(overall, (self.spent + elapsed) / self.budget)
+            here = max(here, elapsed / max(1e-9, self.budget - self.spent))
+        return min(1.0, overall), min(1.0, here)
 
     def update(self, step: int, info: str) -> None:
+        overall, here = self.done(step)
         if self.bar is not None:
-            self.bar.update(self.task, completed=step, info=info)
-        if self.log is not None and (step >= self.next_line or step == self.total):
-            self.next_line = (step // self.every + 1) * self.every
-            done = (step - self.start) / max(1, self.total - self.start)
+            self.bar.update(self.task, completed=overall, info=info, step=step)
+        if self.log is not None and (overall * self.LINES >= self.next_line or step == self.total):
+            self.next_line = int(overall * self.LINES) + 1
             elapsed = time.perf_counter() - self.t0
-            eta = elapsed * (1 - done) / done if done > 0 else float("nan")
-            self.log(f"step {step}/{self.total} ({step / self.total:.0%}): {info}, "
-                     f"{_duration(elapsed)} elapsed, ~{_duration(eta)} left")
+            eta = elapsed * (1 - here) / here if here > 0 else float("nan")
+            where = f"step {step} ({overall:.0%} of {_duration(self.budget)})" if self.budget else f"step {step}/{self.total} ({overall:.0%})"
+            self.log(f"{where}: {info}, {_duration(elapsed)} elapsed, ~{_duration(eta)} left")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -319,7 +347,7 @@ def train(
     log = log if main else None
     extra = {k: v for k, v in (extra or {}).items() if k != "grad_scaler"}  # a resumed run's is replaced below
 
-    step = 0
+    step, spent = 0, 0.0  # spent: seconds of training before this process, carried across a resume
     resuming = isinstance(resume, Checkpoint) or bool(resume)
     if resuming:
         if isinstance(resume, Checkpoint):
@@ -334,7 +362,7 @@ def train(
         if scaler.is_enabled() and "grad_scaler" in ckpt.extra:
             scaler.load_state_dict(ckpt.extra["grad_scaler"])
         _restore_rng(distributed.own_rng(ckpt.rng), generator)
-        step = ckpt.step
+        step, spent = ckpt.step, float(ckpt.extra.get("elapsed", 0.0))
         _truncate_metrics(metrics_path, step, log)
     elif metrics_path is not None:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -352,9 +380,23 @@ def train(
     flops_per_token = None  # known at the first batch, from its length
 
     # progress: True for a bar of its own, "plain" for log lines, or any object with update(step, info) (the ladder's)
-    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, progress if main else False, log)
+    bar = progress if hasattr(progress, "update") else Progress(cfg.max_iters, step, progress if main else False, log,
+                                                                cfg.max_time, spent)
     ddp_model = distributed.wrap(forward_model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
+
+    def clock() -> float:
+        """Seconds of training so far, validation estimates and saves included (and before a resume)."""
+        return spent + time.perf_counter() - t0
+
+    def scheduled_lr() -> float:
+        if cfg.max_time is None:
+            return lr_at(step, cfg)
+        elapsed = clock()
+        if world > 1:  # the clocks of the ranks differ a little; every rank must step with the same rate
+            elapsed = distributed.maximum(torch.tensor(elapsed, dtype=torch.float64, device=device)).item()
+        return lr_at(step, cfg, elapsed)
+
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
     last_loss, val_nll = float("nan"), None
@@ -383,7 +425,9 @@ def train(
             check_finite()  # never write weights that are not finite
             rng = distributed.gather_rng(rng or _rng_state(generator))  # every rank takes part
             if main:
-                state = {**extra, "grad_scaler": scaler.state_dict()} if scaler.is_enabled() else extra
+                state = {**extra, "elapsed": clock()}  # a resumed run's time budget goes on from here
+                if scaler.is_enabled():
+                    state["grad_scaler"] = scaler.state_dict()
                 try:
                     save_checkpoint(run_dir, model, optimizer, step, tokenizer, cfg.to_dict(), rng, state)
                 except RedthreadError as e:
@@ -405,7 +449,7 @@ def train(
         while step < cfg.max_iters:
             # the random state this step starts from: an interrupted step is redone from here on --resume
             rng_at_step, updating = _rng_state(generator), False
-            lr = lr_at(step, cfg)
+            lr = scheduled_lr()
             for group in optimizer.param_groups:
                 group["lr"] = lr
             for micro in range(cfg.grad_accum):
@@ -444,7 +488,7 @@ def train(
                 tok_s = tokens_since_log / max(now - t_log, 1e-9)
                 tokens_total += tokens_since_log
                 t_log, tokens_since_log = now, 0
-                row = {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": now - t0}
+                row = {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": spent + now - t0}
                 info = f"loss {last_loss:.3f}  {tok_s:,.0f} tok/s"
                 if flops_per_token is not None:
                     row["mfu"] = mfu(tok_s / world, flops_per_token, peak)  # per device
@@ -458,7 +502,7 @@ def train(
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
                 checkpoint()
-            over_time = cfg.max_time is not None and time.perf_counter() - t0 > cfg.max_time
+            over_time = cfg.max_time is not None and clock() > cfg.max_time
             if world > 1 or over_time:  # one all-reduce: every rank takes these decisions together
                 over_time, signalled = distributed.any_rank(over_time, stop.seen)
                 if signalled and step < cfg.max_iters:  # Ctrl-C under torchrun: save this step, then stop
