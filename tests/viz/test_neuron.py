@@ -113,8 +113,8 @@ def test_recorded_q_and_k_of_a_converted_bert_match_transformers(tmp_path):
     ours = rt.from_pretrained(tmp_path)
     idx, H = tokens((2, 12), seed=1), 4
     seen = {}
-    hooks = [m.register_forward_hook(lambda mod, i, out, key=(l, name): seen.__setitem__(key, out))
-             for l, layer in enumerate(hf.encoder.layer)
+    hooks = [m.register_forward_hook(lambda mod, i, out, key=(n, name): seen.__setitem__(key, out))
+             for n, layer in enumerate(hf.encoder.layer)
              for name, m in (("q", layer.attention.self.query), ("k", layer.attention.self.key))]
     try:
         with torch.no_grad():

@@ -348,7 +348,7 @@ function neuronProblem() {
   if (state.layer !== v.layer) {
     const more = hooks.vectorsFor ? { button: `record layer ${state.layer}`, act: () => hooks.vectorsFor(state.layer) }
       : { hint: " (write the page with --neuron-layer N for another)" };
-    return { text: `this page holds q and k for layer ${v.layer} only${more.hint || ""}`,
+    return { text: `q and k are here for layer ${v.layer} only${more.hint || ""}`,
              button: more.button || `show layer ${v.layer}`, act: more.act || (() => select({ layer: v.layer })) };
   }
   return null;
