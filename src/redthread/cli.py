@@ -51,6 +51,16 @@ def _seed(text: str) -> int:
     return value
 
 
+def _neuron_layer(text: str) -> int | None:
+    """A layer number (negative counts from the last) or 'none'."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a layer number or none, got {text!r}") from None
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -196,6 +206,9 @@ def build_parser() -> Parser:
     att.add_argument("--figure", help="also a static figure: .png, .svg or .pdf (every layer x head, or --layer/--head)")
     att.add_argument("--layer", type=int, help="with --figure: one head's heatmap, this layer (from 0)")
     att.add_argument("--head", type=int, help="with --figure: this head (from 0)")
+    att.add_argument("--neuron-layer", type=_neuron_layer, default=-1, metavar="N",
+                     help="the layer whose query and key vectors the page carries for its neuron view "
+                          "(from 0; default -1, the last; none: no vectors, a smaller page)")
     att.add_argument("--source", metavar="WORD", help="rank heads by the weight from this word (default: the first pronoun)")
     att.add_argument("--targets", metavar="WORDS", help="comma-separated words to rank heads by (default: the content words)")
     att.add_argument("--contrast", metavar="TEXT", help="a second text: the report also says which heads move between the two")

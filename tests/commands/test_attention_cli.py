@@ -71,6 +71,7 @@ def test_a_long_text_is_cut_with_a_notice(run, tmp_path):
         (["--text", "the cat", "--figure", "f.png", "--layer", "5", "--head", "0"], ["out of range", "2 layers"]),
         (["--text", "the cat", "--source", "dog"], ["'dog' is not in the text"]),
         (["--text", "the cat zz"], ["never seen"]),
+        (["--text", "the cat", "--neuron-layer", "2"], ["layer 2 for the query and key vectors is out of range", "2 decoder"]),
     ],
 )
 def test_bad_input_is_one_line(run, tmp_path, monkeypatch, extra, needles):
@@ -78,6 +79,26 @@ def test_bad_input_is_one_line(run, tmp_path, monkeypatch, extra, needles):
     code, _, err = cli("attention", "--checkpoint", run / "tiny", *extra)
     assert_one_line_error(code, err, *needles)
     assert not list(tmp_path.glob("*.html"))  # nothing written
+
+
+def test_the_page_carries_one_layers_q_and_k_for_the_neuron_view(run, tmp_path):
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "last.html")
+    assert code == 0, err
+    vectors = page_payload(tmp_path / "last.html")["tabs"][0]["vectors"]
+    assert vectors["layer"] == 1 and torch.tensor(vectors["q"]).shape == (2, len(TEXT), 8)  # the last layer by default
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "first.html",
+                       "--neuron-layer", "0")
+    assert code == 0, err
+    assert page_payload(tmp_path / "first.html")["tabs"][0]["vectors"]["layer"] == 0
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "none.html",
+                       "--neuron-layer", "none")
+    assert code == 0, err
+    assert "vectors" not in page_payload(tmp_path / "none.html")["tabs"][0]
+    assert (tmp_path / "none.html").stat().st_size < (tmp_path / "last.html").stat().st_size
+    code, _, err = cli("attention", "--checkpoint", run / "tiny", "--text", TEXT, "--out", tmp_path / "bad.html",
+                       "--neuron-layer", "last")
+    assert code == 2 and "--neuron-layer: expected a layer number or none, got 'last'" in err
+    assert not (tmp_path / "bad.html").exists()
 
 
 def test_wrong_kind_of_checkpoint_and_unknown_pretrained(run, tmp_path):

@@ -131,6 +131,21 @@ def test_attention_gives_every_layer_and_head(client):
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, len(TEXT)), atol=1e-3, rtol=0)
 
 
+def test_attention_carries_one_layers_q_and_k_for_the_neuron_view(client):
+    """The last layer's by default, another on request, none with null; their softmax is the weight (both rounded)."""
+    tab = client.post("/api/attention", json={"model": "tiny", "text": TEXT}).json()["tabs"][0]
+    v = tab["vectors"]
+    q, k = torch.tensor(v["q"]), torch.tensor(v["k"])  # (H, T, D), (H, S, D)
+    assert v["layer"] == 1 and q.shape == k.shape == (2, len(TEXT), 8) and v["scale"] == pytest.approx(8**-0.5)
+    scores = (q @ k.transpose(-2, -1) * v["scale"]).masked_fill(~torch.ones(len(TEXT), len(TEXT), dtype=torch.bool).tril(),
+                                                                 float("-inf"))
+    torch.testing.assert_close(scores.softmax(-1), torch.tensor(tab["weights"][1]), atol=1e-3, rtol=0)
+    body = client.post("/api/attention", json={"model": "tiny", "text": TEXT, "neuron_layer": 0}).json()
+    assert body["tabs"][0]["vectors"]["layer"] == 0
+    body = client.post("/api/attention", json={"model": "tiny", "text": TEXT, "neuron_layer": None}).json()
+    assert "vectors" not in body["tabs"][0]
+
+
 def test_next_token_distribution_and_the_cut(client):
     body = client.post("/api/next", json={"model": "tiny", "text": TEXT, "top_k": 3, "candidates": 7}).json()
     cands = body["candidates"]
@@ -175,6 +190,11 @@ def test_step_appends_one_token_reproducibly(client):
         ("/api/next", {"model": "tiny", "text": TEXT, "repetition_penalty": 0}, 422, "repetition_penalty"),
         ("/api/attention", {"model": "tiny", "text": TEXT, "seed": 1}, 422, "seed: Extra inputs"),
         ("/api/image", {"model": "tiny", "index": 0, "size": 3}, 422, "size: Extra inputs"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "neuron_layer": 2}, 422, "layer 2 for the query and key vectors is out of range"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "neuron_layer": -3}, 422, "out of range: the model has 2 decoder"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "neuron_layer": True}, 422, "neuron_layer: Input should be a valid integer"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "neuron_layer": "1"}, 422, "neuron_layer: Input should be a valid integer"),
+        ("/api/attention", {"model": "tiny", "text": TEXT, "neuron_head": 1}, 422, "neuron_head: Extra inputs"),
     ],
 )
 def test_bad_requests_get_a_clear_4xx(client, path, body, status, message):

@@ -360,3 +360,27 @@ def test_a_rung_without_attention_shows_its_next_token_and_compares_with_the_tra
     app.page.click("#compare-close")
     assert app.page.is_hidden("#compare")
     app.assert_clean()
+
+
+def test_app_neuron_view_shows_q_k_and_asks_for_another_layer(app):
+    """The neuron view in the app: the last layer's q and k come with the answer; another layer's are one click away
+    (asked of /api/attention again); the softmax recomputed from q and k is the head view's weight."""
+    app.show(TEXT)
+    view = lambda name: app.page.get_attribute("#neuron-view", f"data-{name}")  # noqa: E731
+    assert app.page.is_visible("#neuron-view") and view("layer") == "1" and app.view("layer") == "0"
+    assert app.page.text_content("#neuron-message button") == "record layer 0"
+    app.page.click("#neuron-message button")
+    app.settle()
+    assert view("layer") == "0" and app.view("layer") == "0" and app.page.is_visible("#neuron-body")
+    app.page.click("#head-svg .tok.q[data-i='9']")
+    app.page.hover("#head-svg .tok.k[data-i='4']")
+    assert (view("query"), view("key")) == ("9", "4")
+    soft, weight = (float(app.page.text_content(f"#neuron-{n}")) for n in ("softmax", "weight"))
+    assert soft == pytest.approx(weight, abs=1e-3) and weight > 0
+    requests = [u for u in app.requests if u.endswith("/api/attention")]
+    assert len(requests) == 2
+    app.page.select_option("#layer-select", "1")  # layer 1's vectors are no longer on the page: asked again
+    app.page.click("#neuron-message button")
+    app.settle()
+    assert view("layer") == "1" and app.page.is_visible("#neuron-body")
+    app.assert_clean()

@@ -253,3 +253,91 @@ def test_each_head_in_its_own_colour_with_toggles(opened):
     p.page.select_option("#head-select", "0")
     assert p.page.is_hidden("#head-toggles")
     p.assert_clean()
+
+
+def neuron_payload():
+    """A decoder tab whose layer 1 weights are the causal softmax of hand-made q and k: 3 heads, D = 6."""
+    rng = np.random.default_rng(4)
+    H, T, D = 3, len(QUERIES), 6
+    q, k = np.round(rng.normal(size=(H, T, D)) * 1.5, 4), np.round(rng.normal(size=(H, T, D)) * 1.5, 4)
+    scores = q @ k.transpose(0, 2, 1) * D**-0.5  # (H, T, S)
+    scores[:, np.triu(np.ones((T, T), dtype=bool), 1)] = -np.inf  # query t sees keys up to t
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    layers = np.stack([np.tril(distributions(rng, H, T, T)), weights])
+    layers /= layers.sum(-1, keepdims=True)  # (2, H, T, T)
+    vectors = {"layer": 1, "scale": D**-0.5, "q": q, "k": k}
+    return {"title": "the neuron view", "model": "hand-made (2 layers x 3 heads)", "notice": None,
+            "tabs": [payload_tab("decoder", QUERIES, QUERIES, layers, vectors=vectors)]}
+
+
+def neuron_numbers(payload, head, t, s):
+    """What the neuron view should say for one pair: q.k, the score, the softmax and the payload's weight."""
+    tab = payload["tabs"][0]
+    v = tab["vectors"]
+    q, k = np.array(v["q"][head][t]), np.array(v["k"][head])
+    scores = k @ q * v["scale"]  # (S,)
+    seen = np.arange(len(k)) <= t
+    soft = np.where(seen, np.exp(scores - scores[seen].max()), 0)
+    return q @ k[s], scores[s], soft[s] / soft.sum(), tab["weights"][v["layer"]][head][t][s]
+
+
+def test_the_neuron_view_shows_q_k_the_score_and_the_softmax(opened):
+    """bertviz's neuron view: pick a query (click) and a key (hover) in the head view; the panel shows
+    q, k and q⊙k, q·k × scale = the score, and the softmax over the keys the query sees, which is the
+    weight the head view shows (both rounded to 1e-4 in the payload: equal within 1e-3)."""
+    payload = neuron_payload()
+    p = opened(payload)
+    view = lambda name: p.page.get_attribute("#neuron-view", f"data-{name}")  # noqa: E731
+    assert p.page.is_visible("#neuron-view") and view("layer") == "1"
+    # layer 0 is on show: the page has q and k for layer 1 only, one click away
+    assert "q and k are here for layer 1 only" in p.page.text_content("#neuron-message")
+    assert p.page.is_hidden("#neuron-body")
+    p.page.click("#neuron-message button")
+    assert p.view("layer") == "1" and p.page.is_visible("#neuron-body")
+    # the first pair: the last query and the key it attends to most
+    row = payload["tabs"][0]["weights"][1][0][7]
+    assert (view("query"), view("key")) == ("7", str(row.index(max(row))))
+    # click a query, then hover keys: the query holds, the key follows
+    p.page.click("#head-svg .tok.q[data-i='3']")
+    p.page.hover("#head-svg .tok.k[data-i='2']")
+    p.page.hover("#head-svg .tok.q[data-i='5']")  # the pinned side holds
+    assert (view("head"), view("query"), view("key")) == ("0", "3", "2")
+    dot, score, soft, weight = neuron_numbers(payload, 0, 3, 2)
+    shown = {name: float(p.page.text_content(f"#neuron-{name}")) for name in ("dot", "score", "softmax", "weight")}
+    assert shown["dot"] == pytest.approx(dot, abs=1e-4) and shown["score"] == pytest.approx(score, abs=1e-4)
+    assert shown["softmax"] == pytest.approx(soft, abs=1e-4)
+    assert shown["weight"] == pytest.approx(weight, abs=1e-4) and shown["softmax"] == pytest.approx(weight, abs=1e-3)
+    # the whole softmax row: 8 keys, 4 seen by query 3, the chosen one marked, equal to the head view's weights
+    computed = [float(x) for x in p.page.get_attribute("#neuron-table", "data-weights").split(",")]
+    assert computed == pytest.approx(payload["tabs"][0]["weights"][1][0][3], abs=1e-3)
+    assert p.page.locator("#neuron-table .tok.masked").count() == 4
+    assert p.page.eval_on_selector_all("#neuron-table .tok.chosen", "els => els.map(e => e.dataset.key)") == ["2"]
+    # hovering a strip reads out one dimension
+    strip = p.page.locator("#neuron-table canvas.strip.qk[data-key='2']")
+    box = strip.bounding_box()
+    p.page.mouse.move(box["x"] + box["width"] * 4.5 / 6, box["y"] + box["height"] / 2)
+    q, k = payload["tabs"][0]["vectors"]["q"][0][3][4], payload["tabs"][0]["vectors"]["k"][0][2][4]
+    assert p.page.text_content("#neuron-readout") == f"dimension 4: q = {q:.4f} · k (key 2) = {k:.4f} · q⊙k = {q * k:.4f}"
+    # a key after the query is masked; hovering a row of the table chooses its key
+    p.page.hover("#neuron-table .tok[data-key='6']")
+    assert view("key") == "6" and "masked (score −∞)" in p.page.text_content("#neuron-sum")
+    assert p.page.text_content("#neuron-softmax") == "0"
+    # another head: its own numbers; the mean of the heads: no single q and k to show. The pointer leaves
+    # the table first: Chromium's synthetic mouse moves after a redraw would choose the row under it
+    p.page.hover("h1")
+    p.page.select_option("#head-select", "2")
+    p.page.select_option("#neuron-key", "1")
+    assert (view("head"), view("key")) == ("2", "1")
+    assert float(p.page.text_content("#neuron-softmax")) == pytest.approx(neuron_numbers(payload, 2, 3, 1)[2], abs=1e-4)
+    p.page.select_option("#head-select", "all")
+    assert "shows one head" in p.page.text_content("#neuron-message") and p.page.is_hidden("#neuron-body")
+    p.assert_clean()
+
+
+def test_a_page_without_vectors_has_no_neuron_view(opened):
+    p = opened(two_tabs())
+    assert p.page.is_hidden("#neuron-view")
+    p.page.click("#head-svg .tok.q[data-i='3']")  # the head view works as before
+    assert p.view("focus") == "q:3"
+    p.assert_clean()

@@ -5,6 +5,9 @@ because it was too tired", 'it' should attend to 'animal').
     redthread attention --checkpoint runs/demo --text "To be, or not to be" --out page.html
     redthread attention --pretrained minilm --text "The animal didn't cross the street because it was too tired."
     redthread attention --checkpoint runs/vit --index 0 --out digit.html   (a ViT run: an image's patches)
+
+The page carries the last layer's query and key vectors for its neuron view; --neuron-layer N
+picks another layer, --neuron-layer none leaves them out.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def attention_command(args, log=print) -> None:
         report = fresh_output_path(Path(args.report) if args.report else out.with_name(out.stem + "-heads.md"), args.overwrite)
 
     inspector = load_inspector(checkpoint=args.checkpoint, pretrained=args.pretrained, device=args.device)
-    payload = inspector.attention_payload(text, args.target)
+    payload = inspector.attention_payload(text, args.target, neuron_layer=args.neuron_layer)
     if report is not None:  # computed before anything is written, so a bad word name writes nothing
         targets = None if args.targets is None else [t.strip() for t in args.targets.split(",") if t.strip()]
         ranking = rank_heads(inspector, text, source, targets, target_text=args.target)

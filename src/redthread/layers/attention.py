@@ -25,7 +25,8 @@ from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import RotaryEmbedding
 
 # Set by `redthread.viz.record.record_attention` while a recording is open (per thread / async
-# task): an object with wants(module) -> bool and add(module, att). None: nothing records.
+# task): an object with wants(module) -> bool and add(module, att, q, k), q and k as the scores
+# use them (after any rotary rotation). None: nothing records.
 RECORDER: ContextVar = ContextVar("redthread_attention_recorder", default=None)
 
 
@@ -162,6 +163,6 @@ class MultiHeadAttention(nn.Module):
             )  # (B, H, T, D)
             att = None
         if record:
-            recorder.add(self, att)
+            recorder.add(self, att, q, k)  # the explicit path: q @ k^T * scale gave att's scores
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, C)
         return self.out_proj(y), att

@@ -10,7 +10,9 @@ a captioner's words over the image.
 JSON API (OpenAPI description at /openapi.json, interactive docs at /docs):
     GET  /api/models                    the models on offer, each with its input ("text" or "image")
                                         and whether it is available (a corrupt run: false, and why)
-    POST /api/attention {model, text}   the explorer payload: tabs of (L, H, T, S) weights
+    POST /api/attention {model, text, neuron_layer}
+                                        the explorer payload: tabs of (L, H, T, S) weights, and one
+                                        layer's per-head q and k for the neuron view (default the last)
     POST /api/image     {model, index}  the same for test image `index` of an image run,
                         {model, image, name}  or for an image file of the user's (a data: URL)
     POST /api/next      {model, text, temperature, top_k, top_p, min_p, candidates}
@@ -102,6 +104,11 @@ class TextRequest(BaseModel):
 
     model: Text = Field(max_length=MAX_NAME, description="a name from /api/models")
     text: Text = Field(description="the input text")
+
+
+class AttentionRequest(TextRequest):
+    neuron_layer: int | None = Field(-1, strict=True, description="the layer whose query and key vectors come with the answer, "
+                                                     "for the neuron view (from 0; -1: the last; null: none)")
 
 
 class ImageRequest(BaseModel):
@@ -420,13 +427,14 @@ def create_app(
         return models.catalogue()
 
     @app.post("/api/attention")
-    async def attention(req: TextRequest) -> dict:
-        """Every layer and head's attention over the text, as the explorer's payload."""
+    async def attention(req: AttentionRequest) -> dict:
+        """Every layer and head's attention over the text, as the explorer's payload, with one layer's
+        query and key vectors per tab for the neuron view (`neuron_layer`)."""
         text = check_length(req.text)
 
         def work():
             inspector = text_model(req.model)
-            return {**inspector.attention_payload(text), "kind": inspector.kind}
+            return {**inspector.attention_payload(text, neuron_layer=req.neuron_layer), "kind": inspector.kind}
 
         return await pool.run(work)
 

@@ -17,12 +17,20 @@ tab from a tensor):
      "tabs": [{"kind": "encoder" | "decoder" | "cross",
                "queries": [T strings], "keys": [S strings],
                "weights": L x H x T x S nested lists of floats, each row summing to 1,
-               "image": {"src": "data:image/png;base64,...", "grid": [rows, cols], "offset": 1}}]}
+               "image": {"src": "data:image/png;base64,...", "grid": [rows, cols], "offset": 1},
+               "vectors": {"layer": l, "scale": float, "q": H x T x D numbers, "k": H x S x D numbers}}]}
 
 `image` is optional: the keys are then `offset` leading tokens (a class token) followed by
 rows x cols image patches in row-major order.
 
-Shape legend: L layers, H heads, T query length, S key length.
+`vectors` is optional: the per-head queries and keys of layer l (0 <= l < L) exactly as its
+scores use them (after any rotary rotation), for the neuron view. The page recomputes each
+score q[t] . k[s] * scale (scale is 1/sqrt(D) unless the model sets another), masks the keys a
+query may not see (a decoder tab is causal: query t sees keys up to t + S - T) and takes the
+softmax over the keys: the weight of layer l in `weights`, up to the rounding of both. One layer
+only: the vectors are 2 x H x D numbers per token, so every layer would be as large as the weights.
+
+Shape legend: L layers, H heads, T query length, S key length, D head dimension.
 """
 
 from __future__ import annotations
@@ -42,16 +50,25 @@ from redthread.files import atomic_write_text
 KINDS = ("encoder", "decoder", "cross")
 ASSETS = Path(__file__).parent / "assets"
 DECIMALS = 4  # weights are rounded to keep pages small; 1e-4 is below what a line or a bar shows
+VECTOR_DECIMALS = 4  # the neuron view's q and k: MiniLM's weights come back from them to within 9e-5 (D = 32)
 
 
-def payload_tab(kind: str, queries: list[str], keys: list[str], weights, image: dict | None = None) -> dict:
-    """One tab of the payload from weights of shape (L, H, T, S): a torch.Tensor or an array."""
-    if hasattr(weights, "detach"):  # a torch.Tensor, without importing torch here
-        weights = weights.detach().float().cpu().numpy()
-    tab = {"kind": kind, "queries": list(queries), "keys": list(keys), "weights": weights}
+def payload_tab(kind: str, queries: list[str], keys: list[str], weights, image: dict | None = None,
+                vectors: dict | None = None) -> dict:
+    """One tab of the payload from weights of shape (L, H, T, S): a torch.Tensor or an array; `vectors`:
+    {"layer": l, "scale": s, "q": (H, T, D), "k": (H, S, D)} for the neuron view, tensors or arrays."""
+    tab = {"kind": kind, "queries": list(queries), "keys": list(keys), "weights": _array(weights)}
     if image is not None:
         tab["image"] = image
-    return _check_tab(tab, 0)  # checks the shape and rounds the weights into nested lists
+    if vectors is not None:
+        tab["vectors"] = {**vectors, "q": _array(vectors.get("q")), "k": _array(vectors.get("k"))}
+    return _check_tab(tab, 0)  # checks the shapes and rounds the numbers into nested lists
+
+
+def _array(x):
+    if hasattr(x, "detach"):  # a torch.Tensor, without importing torch here
+        return x.detach().float().cpu().numpy()
+    return x
 
 
 def render_explorer(payload: dict) -> str:
@@ -113,7 +130,7 @@ def _check_tab(tab, i: int) -> dict:
     where = f"explorer tab {i}"
     if not isinstance(tab, dict):
         raise InvalidType(f"{where} must be a dict, got {type(tab).__name__}")
-    _check_keys(tab, {"kind", "queries", "keys", "weights"}, {"image"}, where)
+    _check_keys(tab, {"kind", "queries", "keys", "weights"}, {"image", "vectors"}, where)
     if tab["kind"] not in KINDS:
         raise InvalidValue(f"{where} has unknown kind {tab['kind']!r}; kinds: {', '.join(KINDS)}")
     where = f"explorer tab {i} ({tab['kind']})"
@@ -145,6 +162,43 @@ def _check_tab(tab, i: int) -> dict:
              "weights": np.round(att, DECIMALS).tolist()}
     if "image" in tab:
         clean["image"] = _check_image(tab["image"], S, where)
+    if "vectors" in tab:
+        clean["vectors"] = _check_vectors(tab["vectors"], att.shape, where)
+    return clean
+
+
+def _check_vectors(vectors, shape: tuple[int, ...], where: str) -> dict:
+    """One layer's queries (H, T, D) and keys (H, S, D), with the scores' scale."""
+    L, H, T, S = shape
+    where = f"{where} 'vectors'"
+    if not isinstance(vectors, dict):
+        raise InvalidType(f"{where} must be a dict, got {type(vectors).__name__}")
+    _check_keys(vectors, {"layer", "scale", "q", "k"}, set(), where)
+    layer, scale = vectors["layer"], vectors["scale"]
+    if not isinstance(layer, int) or isinstance(layer, bool):
+        raise InvalidType(f"{where} layer must be an integer, got {layer!r}")
+    if not 0 <= layer < L:
+        raise InvalidValue(f"{where} layer {layer} is out of range: the tab has {L} layers (0 to {L - 1})")
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        raise InvalidType(f"{where} scale must be a number, got {scale!r}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise InvalidValue(f"{where} scale must be a finite number > 0, got {scale!r}")
+    clean = {"layer": layer, "scale": float(scale)}
+    for name, n, side in (("q", T, "T"), ("k", S, "S")):
+        try:
+            x = np.asarray(vectors[name])  # (H, T or S, D)
+        except ValueError:  # ragged nesting
+            raise InvalidValue(f"{where} {name!r} is ragged; expected H={H} x {side}={n} x D numbers") from None
+        if x.ndim != 3 or x.shape[:2] != (H, n) or x.shape[2] == 0:
+            raise InvalidValue(f"{where} {name!r} has shape {x.shape}; expected (H={H}, {side}={n}, D)")
+        if x.dtype.kind not in "iuf":
+            raise InvalidType(f"{where} {name!r} must hold numbers, got dtype {x.dtype}")
+        if not np.isfinite(x).all():
+            raise InvalidValue(f"{where} {name!r} must be finite numbers")
+        clean[name] = np.round(x.astype(np.float64), VECTOR_DECIMALS).tolist()
+    D = (len(clean["q"][0][0]), len(clean["k"][0][0]))
+    if D[0] != D[1]:
+        raise InvalidValue(f"{where} 'q' and 'k' must have the same head dimension D, got {D[0]} and {D[1]}")
     return clean
 
 

@@ -62,6 +62,15 @@ def check_weights(model: nn.Module, path: Path) -> nn.Module:
     return model
 
 
+def neuron_vectors(maps, kind: str, layer: int | None) -> dict | None:
+    """The payload's `vectors` of one kind for the neuron view: layer `layer`'s q (H, T, D) and k (H, S, D)."""
+    if layer is None:
+        return None
+    layer %= len(maps[kind])  # -1: the last (the recording checked the range)
+    qk = maps.query_key(kind, layer)
+    return {"layer": layer, "scale": qk.scale, "q": qk.q[0], "k": qk.k[0]}
+
+
 @dataclass
 class Tokens:
     """Text read into tokens: ids, a printable label for each, and each token's character span."""
@@ -132,10 +141,11 @@ class Inspector:
         return next(self.model.parameters()).device
 
     @torch.inference_mode()
-    def attention(self, text: str, target: str | None = None):
+    def attention(self, text: str, target: str | None = None, vectors: bool | int = False):
         """Tokens and the recorded maps (AttentionMaps) of one forward pass over the text. An
         encoder-decoder reads `text` as its source and `target` as the decoder's input; then the
-        answer is (source tokens, maps, target tokens)."""
+        answer is (source tokens, maps, target tokens). `vectors`: the queries and keys of layer l
+        (or of every layer: True) are recorded too, as `record_attention` says."""
         if not self.attends:
             raise InvalidValue(f"{self.name} has no attention to show ({self.description}): ask for its next-token "
                                "distribution instead")
@@ -144,21 +154,26 @@ class Inspector:
         if self.kind != "seq2seq":
             if target is not None:
                 raise InvalidValue(f"{self.name} is not an encoder-decoder: it takes no target text")
-            with record_attention(self.model) as maps:
+            with record_attention(self.model, vectors) as maps:
                 self.model(idx)
             return toks, maps, toks
         if target is None:
             raise InvalidValue(f"{self.name} is an encoder-decoder: give the decoder's input as a target text too")
         tgt = self.tokens(target)
-        with record_attention(self.model) as maps:
+        with record_attention(self.model, vectors) as maps:
             self.model(idx, torch.tensor([tgt.ids], device=self._device()))  # (1, S), (1, T)
         return toks, maps, tgt
 
-    def attention_payload(self, text: str, target: str | None = None, title: str | None = None) -> dict:
-        """The explorer's payload: every recorded kind as one tab of (L, H, T, S) weights."""
-        src, maps, tgt = self.attention(text, target)
+    def attention_payload(self, text: str, target: str | None = None, title: str | None = None,
+                          neuron_layer: int | None = -1) -> dict:
+        """The explorer's payload: every recorded kind as one tab of (L, H, T, S) weights, with the queries
+        and keys of layer `neuron_layer` for the neuron view (-1: the last layer; None: no vectors)."""
+        if neuron_layer is not None and (isinstance(neuron_layer, bool) or not isinstance(neuron_layer, int)):
+            raise InvalidType(f"neuron_layer must be a layer number (-1: the last) or None, got {neuron_layer!r}")
+        src, maps, tgt = self.attention(text, target, vectors=False if neuron_layer is None else neuron_layer)
         labels = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}
-        tabs = [payload_tab(kind, labels[kind][0].labels, labels[kind][1].labels, maps.stacked(kind)[:, 0])
+        tabs = [payload_tab(kind, labels[kind][0].labels, labels[kind][1].labels, maps.stacked(kind)[:, 0],
+                            vectors=neuron_vectors(maps, kind, neuron_layer))
                 for kind in maps.kinds]
         notice = "; ".join(n for n in dict.fromkeys((src.notice, tgt.notice)) if n) or None
         return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs}

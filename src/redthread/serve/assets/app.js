@@ -1,6 +1,7 @@
 "use strict";
 // The web app of `redthread serve`: asks its own server's JSON API (app.py) and shows the answers.
-//   Show attention  POST /api/attention -> the explorer (explorer.js) draws every layer x head
+//   Show attention  POST /api/attention -> the explorer (explorer.js) draws every layer x head, and the
+//                                          neuron view one layer's q and k (another layer: asked again)
 //                   POST /api/image     -> the same for a test image of an image run (ViT, captioner),
 //                                          or for an image file chosen by the user (sent as a data: URL)
 //   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
@@ -29,6 +30,8 @@ let attends = {};  // model name -> whether it has attention to show (a ladder r
 let catalogue = [];  // /api/models
 let busy = 0;
 const latest = { attention: 0, next: 0 };  // the newest request of each kind; older answers are dropped
+// the layer whose q and k the neuron view asked for, by model (-1, the last, until another is asked for)
+let neuron = { model: null, layer: -1 };
 
 // ---- talking to the server --------------------------------------------------------------------
 
@@ -145,18 +148,30 @@ async function showAttention(upload) {
   let payload;
   if (upload) payload = await api("/api/image", { model, ...upload });
   else if (inputs[model] === "image") payload = await api("/api/image", { model, index: Number(indexInput.value) });  // a bad number is the API's to explain
-  else payload = await api("/api/attention", { model, text });
+  else payload = await api("/api/attention", { model, text, neuron_layer: neuron.model === model ? neuron.layer : -1 });
   if (seq !== latest.attention) return;  // a newer request is on its way
   clearError();
   $("placeholder").hidden = true;
   $("explorer").hidden = false;
-  window.RedthreadExplorer.render($("explorer"), payload);
+  window.RedthreadExplorer.render($("explorer"), payload, { vectorsFor: showVectors });
   shown = { model, text, kind: payload.kind };
   if (payload.kind === "lm") {
     await showNext();
   } else {
     panelOff(model, payload.kind);
   }
+}
+
+// The neuron view asks for another layer's q and k: the same text again, with that layer's vectors.
+function showVectors(layer) {
+  act(async () => {
+    neuron = { model: shown.model, layer };
+    const seq = ++latest.attention;
+    const payload = await api("/api/attention", { model: shown.model, text: shown.text, neuron_layer: layer });
+    if (seq !== latest.attention) return;
+    clearError();
+    window.RedthreadExplorer.render($("explorer"), payload, { vectorsFor: showVectors });
+  });
 }
 
 const NO_NEXT = {

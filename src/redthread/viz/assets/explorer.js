@@ -6,6 +6,8 @@
 //               hovering (or clicking, to pin) a token shows only its lines, and its weights as
 //               bars and percentages.
 //   model view: one small heatmap per layer x head; a click shows that head in the head view.
+//   neuron view (a tab with `vectors`): one head's q and k for a query and a key, q⊙k, the score and
+//               the softmax over the keys, recomputed from the vectors.
 // weights[layer][head][t][s]: T queries, S keys, each row t a distribution over the keys.
 // With tab.image the keys are `offset` tokens then the rows x cols patches of an image, drawn
 // as the image under a heat overlay (a veil lifted by the focused query's weights).
@@ -17,8 +19,8 @@
 
 (() => {  // the page's other scripts see only window.RedthreadExplorer
 
-// the payload and the elements of the explorer on show, set by render()
-let P = null, root = null, svg = null, headView = null, layerSelect = null, headSelect = null;
+// the payload and the elements of the explorer on show, set by render(); hooks: what the page around offers
+let P = null, root = null, svg = null, headView = null, layerSelect = null, headSelect = null, hooks = {};
 
 // head-view geometry, in pixels: [bars | query column | lines | key column | bars]
 const ROW = 20;                   // one token per row, at most
@@ -50,7 +52,8 @@ const HEAD_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#e
 
 // head: a head's number, "all" (their mean) or "each" (every head at once, one colour each, `off` the hidden ones)
 // focus: null or {side: "q" | "k", i: token index}; pinned: a click holds the focus
-const state = { tab: 0, layer: 0, head: 0, focus: null, pinned: false, off: new Set() };
+// neuron: the query and key of the neuron view (a tab with `vectors`)
+const state = { tab: 0, layer: 0, head: 0, focus: null, pinned: false, off: new Set(), neuron: { q: 0, k: 0 } };
 const means = new Map();  // mean over heads, by "tab/layer"
 
 function tab() { return P.tabs[state.tab]; }
@@ -280,6 +283,7 @@ function target(e) {  // the token or patch under the pointer, as a focus
 function onMouseOver(e) {
   const f = target(e), now = state.focus;
   const same = f && now && f.side === now.side && f.i === now.i;
+  neuronFollows(f);
   if (!state.pinned && !same && (f || now)) setFocus(f);
 }
 
@@ -287,6 +291,8 @@ function onClick(e) {
   // a click pins the token under the pointer; a click on the pinned one or on the background unpins
   const f = target(e), now = state.focus;
   const same = f && now && state.pinned && f.side === now.side && f.i === now.i;
+  state.pinned = false;
+  neuronFollows(f);  // a click always chooses, whatever was pinned
   state.pinned = f !== null && !same;
   setFocus(f);
 }
@@ -294,6 +300,166 @@ function onClick(e) {
 document.addEventListener("keydown", (e) => {  // added once, when the script runs
   if (e.key === "Escape" && P !== null) { state.pinned = false; setFocus(null); }
 });
+
+// ---- neuron view --------------------------------------------------------------------------
+// One head of the layer whose queries and keys the tab carries (tab.vectors): the query's q, each
+// key's k and q⊙k as strips of D cells, the score q·k × scale, and the softmax over the keys the
+// query may see, recomputed here from q and k: it equals the head view's weight up to rounding.
+
+const NEG = [178, 24, 43], POS = [33, 102, 172];  // diverging: red below zero, white at zero, blue above
+
+function diverging(x, max) {  // x in [-max, max] -> "rgb(...)"
+  const u = Math.min(Math.abs(x) / (max || 1), 1), end = x < 0 ? NEG : POS;
+  return end.map((c) => Math.round(255 + (c - 255) * u));
+}
+
+// The numbers of one query against every key: q, each k, q⊙k, the scores and the softmax.
+function neuronNumbers() {
+  const t = tab(), v = t.vectors, h = state.head, i = state.neuron.q;
+  const T = t.queries.length, S = t.keys.length;
+  const q = v.q[h][i], ks = v.k[h];
+  const prods = ks.map((k) => k.map((x, d) => q[d] * x));
+  const dots = prods.map((p) => p.reduce((a, b) => a + b, 0));
+  const seen = ks.map((_, s) => t.kind !== "decoder" || s <= i + S - T);  // a decoder query sees no later key
+  const scores = dots.map((dot) => dot * v.scale);
+  const top = Math.max(...scores.filter((_, s) => seen[s]));
+  const exps = scores.map((x, s) => (seen[s] ? Math.exp(x - top) : 0));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return { q, ks, prods, dots, seen, scores, weights: exps.map((e) => e / total) };
+}
+
+function strip(values, max, cell, kind) {  // one canvas pixel per dimension, scaled up by the CSS
+  const c = html("canvas", undefined, `strip ${kind}`);
+  c.width = values.length;
+  c.height = 1;
+  c.style.width = `${values.length * cell}px`;
+  const ctx = c.getContext("2d"), image = ctx.createImageData(values.length, 1);
+  values.forEach((x, d) => image.data.set([...diverging(x, max), 255], 4 * d));
+  ctx.putImageData(image, 0, 0);
+  return c;
+}
+
+// Why the view cannot show numbers now, or null: no single head, or q and k of another layer.
+function neuronProblem() {
+  const v = tab().vectors;
+  if (typeof state.head !== "number") {
+    return { text: "the neuron view shows one head: pick a head number, or click a thumbnail" };
+  }
+  if (state.layer !== v.layer) {
+    const more = hooks.vectorsFor ? { button: `record layer ${state.layer}`, act: () => hooks.vectorsFor(state.layer) }
+      : { hint: " (write the page with --neuron-layer N for another)" };
+    return { text: `q and k are here for layer ${v.layer} only${more.hint || ""}`,
+             button: more.button || `show layer ${v.layer}`, act: more.act || (() => select({ layer: v.layer })) };
+  }
+  return null;
+}
+
+function drawNeuronView() {
+  const section = $("neuron-view");
+  if (!section) return;
+  const t = tab();
+  section.hidden = !t.vectors;
+  if (!t.vectors) return;
+  const T = t.queries.length, S = t.keys.length;
+  state.neuron.q = Math.min(state.neuron.q, T - 1);
+  state.neuron.k = Math.min(state.neuron.k, S - 1);
+  const qs = $("neuron-query"), ks = $("neuron-key");
+  if (qs.options.length !== T || qs.dataset.tab !== String(state.tab)) {
+    qs.replaceChildren(...t.queries.map((tok, i) => option(i, `${i}: ${shown(tok)}`)));
+    ks.replaceChildren(...t.keys.map((tok, s) => option(s, `${s}: ${shown(tok)}`)));
+    qs.dataset.tab = String(state.tab);
+  }
+  qs.value = String(state.neuron.q);
+  ks.value = String(state.neuron.k);
+  const problem = neuronProblem(), message = $("neuron-message");
+  message.hidden = problem === null;
+  $("neuron-body").hidden = problem !== null;
+  Object.assign(section.dataset, { layer: t.vectors.layer, head: state.head, query: state.neuron.q, key: state.neuron.k });
+  if (problem) {
+    message.querySelector("span").textContent = problem.text;
+    const button = message.querySelector("button");
+    button.hidden = !problem.button;
+    button.textContent = problem.button || "";
+    button.onclick = problem.act || null;
+    return;
+  }
+  const n = neuronNumbers(), D = n.q.length;
+  const width = section.clientWidth || 400;  // the strips share what the token, score and softmax columns leave
+  const cell = Math.max(1, Math.min(8, Math.floor((width - 270) / (2 * D))));
+  const vmax = Math.max(...n.q.map(Math.abs), ...n.ks.map((k) => Math.max(...k.map(Math.abs))));
+  const pmax = Math.max(...n.prods.map((p) => Math.max(...p.map(Math.abs))));
+  const wmax = Math.max(...n.weights) || 1;
+  const table = $("neuron-table");
+  table.style.gridTemplateColumns = `minmax(40px, 90px) ${D * cell}px ${D * cell}px 56px 96px`;
+  const head = ["key", "k", "q ⊙ k", "score", "softmax"].map((x) => html("span", x, "th"));
+  const qrow = [html("span", `query ${state.neuron.q}: ${shown(t.queries[state.neuron.q])}`, "tok q"),
+                strip(n.q, vmax, cell, "q"), html("span", "← q", "note"), html("span"), html("span")];
+  qrow[1].dataset.row = "q";
+  const rows = n.ks.map((k, s) => {
+    const cls = `nrow${n.seen[s] ? "" : " masked"}`;
+    const bar = html("span", undefined, "wbar");
+    bar.style.width = `${n.seen[s] ? Math.max(1, 50 * n.weights[s] / wmax) : 0}px`;
+    const cells = [html("span", `${s}: ${shown(t.keys[s])}`, "tok"), strip(k, vmax, cell, "k"), strip(n.prods[s], pmax, cell, "qk"),
+                   html("span", n.seen[s] ? n.scores[s].toFixed(3) : "masked", "num score"),
+                   html("span", undefined, "soft")];
+    cells[4].append(bar, html("span", n.seen[s] ? `${(100 * n.weights[s]).toFixed(1)}%` : "0", "num"));
+    for (const c of cells) {
+      c.classList.add(...cls.split(" "));
+      Object.assign(c.dataset, { key: s, row: c.dataset.row || "k" });
+      c.onmouseover = () => setNeuronKey(s);
+    }
+    cells[0].title = `key ${s}: ${t.keys[s]}`;
+    return cells;
+  });
+  table.replaceChildren(...head, ...qrow, ...rows.flat());
+  table.onmousemove = (e) => readout(e, n);
+  table.dataset.weights = n.weights.map((w) => w.toFixed(6)).join(",");
+  markNeuronKey(n);
+}
+
+// The chosen key: its row stands out, and the sum above spells its numbers out.
+function markNeuronKey(n) {
+  const t = tab(), s = state.neuron.k, h = state.head, i = state.neuron.q, v = t.vectors;
+  for (const el of $("neuron-table").querySelectorAll("[data-key]")) el.classList.toggle("chosen", +el.dataset.key === s);
+  const D = n.q.length, recorded = t.weights[v.layer][h][i][s];
+  const scale = Math.abs(v.scale * Math.sqrt(D) - 1) < 1e-9 ? `1/√${D}` : v.scale.toPrecision(4);
+  const sum = $("neuron-sum");
+  const b = (id, text) => { const el = html("b", text); el.id = id; return el; };
+  if (!n.seen[s]) {
+    sum.replaceChildren(`key ${s} comes after query ${i}: masked (score −∞), softmax `, b("neuron-softmax", "0"),
+      " · the head view's weight: ", b("neuron-weight", recorded.toFixed(4)));
+    return;
+  }
+  sum.replaceChildren(`q·k = Σ q⊙k = `, b("neuron-dot", n.dots[s].toFixed(4)), ` · × ${scale} → score `,
+    b("neuron-score", n.scores[s].toFixed(4)), ` · softmax over the ${n.seen.filter(Boolean).length} keys query ${i} sees → `,
+    b("neuron-softmax", n.weights[s].toFixed(4)), " · the head view's weight: ", b("neuron-weight", recorded.toFixed(4)));
+}
+
+function readout(e, n) {  // the dimension under the pointer on a strip
+  const c = e.target.closest("canvas.strip");
+  if (!c) return;
+  const D = n.q.length, d = Math.min(D - 1, Math.max(0, Math.floor(e.offsetX / (c.clientWidth / D))));
+  const s = c.dataset.row === "q" ? state.neuron.k : +c.dataset.key;
+  const k = n.ks[s][d], q = n.q[d];
+  $("neuron-readout").textContent = `dimension ${d}: q = ${q.toFixed(4)} · k (key ${s}) = ${k.toFixed(4)} · q⊙k = ${(q * k).toFixed(4)}`;
+  $("neuron-readout").dataset.dim = d;
+}
+
+function setNeuronKey(s) {
+  if (s === state.neuron.k || !tab().vectors) return;
+  state.neuron.k = s;
+  $("neuron-key").value = String(s);
+  $("neuron-view").dataset.key = s;
+  if (neuronProblem() === null) markNeuronKey(neuronNumbers());
+}
+
+// The head view's tokens choose the pair: a query or key under the pointer (or clicked) becomes the
+// neuron view's, except on the side of a pinned token, so a pinned query holds while the keys are hovered.
+function neuronFollows(f) {
+  if (!f || !tab().vectors || (state.pinned && state.focus && state.focus.side === f.side)) return;
+  if (f.side === "k") setNeuronKey(f.i);
+  else if (f.i !== state.neuron.q) { state.neuron.q = f.i; drawNeuronView(); }
+}
 
 // ---- model view ---------------------------------------------------------------------------
 
@@ -369,6 +535,7 @@ function select(change) {
     state.pinned = false;
     state.layer = Math.min(state.layer, t.weights.length - 1);
     if (typeof state.head === "number") state.head = Math.min(state.head, t.weights[0].length - 1);
+    state.neuron = neuronStart();
     fillSelects();
     drawModelView();
   }
@@ -378,15 +545,28 @@ function select(change) {
     b.setAttribute("aria-selected", b.id === `tab-${tab().kind}` ? "true" : "false");
   }
   drawHeadView();
+  drawNeuronView();
   markSelected();
 }
 
-// Draw a payload into root. Drawn again (same root), it keeps the tab, layer and head on show
-// where the new payload has them, so stepping through generation keeps the head in view.
-function render(el, payload) {
-  const was = root === el && P !== null ? { kind: tab().kind, layer: state.layer, head: state.head } : null;
+// The neuron view's first pair: the last query (a language model's next-token position) and the key
+// it attends to most in head 0 of the layer with vectors.
+function neuronStart() {
+  const t = tab(), i = t.queries.length - 1;
+  if (!t.vectors) return { q: i, k: 0 };
+  const row = t.weights[t.vectors.layer][0][i];
+  return { q: i, k: row.indexOf(Math.max(...row)) };
+}
+
+// Draw a payload into root. Drawn again (same root), it keeps the tab, layer, head and the neuron
+// view's pair on show where the new payload has them, so stepping through generation keeps the head
+// in view. options.vectorsFor(layer), where the page can ask for another layer's q and k (the web app).
+function render(el, payload, options = {}) {
+  const was = root === el && P !== null
+    ? { kind: tab().kind, layer: state.layer, head: state.head, neuron: { ...state.neuron } } : null;
   root = el;
   P = payload;
+  hooks = options;
   svg = $("head-svg");
   headView = $("head-view");
   layerSelect = $("layer-select");
@@ -399,6 +579,7 @@ function render(el, payload) {
     if (was.layer < L) state.layer = was.layer;
     if (typeof was.head !== "number" || was.head < H) state.head = was.head;
   }
+  state.neuron = was && was.kind === tab().kind ? was.neuron : neuronStart();  // drawNeuronView clamps it
 
   $("title").textContent = P.title;
   $("model").textContent = P.model;
@@ -423,6 +604,12 @@ function render(el, payload) {
   svg.onmouseover = onMouseOver;
   svg.onmouseleave = () => { if (!state.pinned) setFocus(null); };
   svg.onclick = onClick;
+  const nq = $("neuron-query"), nk = $("neuron-key");
+  if (nq) {
+    nq.onchange = () => { state.neuron.q = +nq.value; drawNeuronView(); };
+    nk.onchange = () => setNeuronKey(+nk.value);
+    delete nq.dataset.tab;  // the token lists are filled again
+  }
 
   fillSelects();
   drawModelView();
