@@ -18,6 +18,7 @@ from tests.tiny import save_tiny_run
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 nbconvert = pytest.importorskip("nbconvert")
+pytest.importorskip("ipykernel")  # the kernel "python3"
 
 SETUP = """\
 import torch
