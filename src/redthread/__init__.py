@@ -32,6 +32,7 @@ from redthread.train.calibration import calibration
 from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from redthread.train.fit import fit_gd
 from redthread.train.loop import TrainConfig, evaluate
+from redthread.viz.notebook import show_attention, show_image_attention, show_next_token
 from redthread.viz.record import AttentionMaps, record_attention
 
 __version__ = "0.1.0"
@@ -48,5 +49,5 @@ __all__ = [
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
     "from_pretrained", "export_gpt2",
-    "record_attention", "AttentionMaps",
+    "record_attention", "AttentionMaps", "show_attention", "show_image_attention", "show_next_token",
 ]

@@ -250,38 +250,53 @@ def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path 
 
 
 def _load_run(path: Path, device: str, rungs: bool = False) -> Inspector:
-    from redthread.data.tokenizers import BPETokenizer, CharTokenizer
-    from redthread.models.base import LanguageModel
-    from redthread.models.transformer import EncoderDecoder, TransformerLM
     from redthread.train.checkpoint import read_checkpoint
 
     ckpt = read_checkpoint(path, map_location=device)
     if ckpt.model_class in ("ViT", "Captioner"):  # image models: their attention is over an image's patches
-        raise InvalidValue(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE")
-    rung = rungs and isinstance(ckpt.model, LanguageModel) and not isinstance(ckpt.model, TransformerLM)
-    if not rung and not isinstance(ckpt.model, (TransformerLM, EncoderDecoder)):
-        raise InvalidValue(
-            f"{path} holds a {ckpt.model_class}, which has no attention to show; attention needs a Transformer run"
-        )
+        raise InvalidValue(f"{path} holds a {ckpt.model_class}, an image model: show its attention with --index N or --image FILE "
+                           "(in Python: rt.show_image_attention)")
     if ckpt.tokenizer is None:
         raise InvalidValue(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
-    tok = ckpt.tokenizer
-    if isinstance(tok, CharTokenizer):
-        read = char_reader(tok)
-    elif isinstance(tok, BPETokenizer):
-        read = hf_reader(tok.hf_tokenizer, add_special_tokens=False)
-    else:
-        raise InvalidType(f"{path}: unsupported tokenizer {type(tok).__name__}")
-    cfg = ckpt.model.cfg
     name = path.name if path.is_dir() else path.parent.name
-    if rung:  # no attention: what it conditions on, from the ladder's own names
-        what = ckpt.extra.get("rung") or ckpt.model_class
-        desc = f"redthread {what} rung ({ckpt.model_class}), {ckpt.model.num_params():,} parameters, step {ckpt.step:,}"
-        return Inspector(name, check_weights(ckpt.model, path).eval(), "lm", desc, cfg.block_size, read, tok.decode,
-                         {"step": ckpt.step, "rung": what}, attends=False)
-    kind, what = ("lm", "Transformer LM") if isinstance(ckpt.model, TransformerLM) else ("seq2seq", "encoder-decoder")
-    desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, step {ckpt.step:,}"
-    return Inspector(name, check_weights(ckpt.model, path).eval(), kind, desc, cfg.block_size, read, tok.decode, {"step": ckpt.step})
+    check_weights(ckpt.model, path).eval()
+    return inspect_model(ckpt.model, ckpt.tokenizer, name, rungs=rungs, step=ckpt.step, rung=ckpt.extra.get("rung"),
+                         where=str(path))
+
+
+def inspect_model(model: nn.Module, tokenizer, name: str = "model", rungs: bool = False, step: int | None = None,
+                  rung: str | None = None, where: str | None = None) -> Inspector:
+    """An inspector for a model in memory and the tokenizer it was trained with (a CharTokenizer or a
+    BPETokenizer): a TransformerLM or an EncoderDecoder; with rungs=True also a ladder rung without
+    attention (its P(next | text) only). The model is used as it is: put it in eval mode first."""
+    from redthread.data.tokenizers import BPETokenizer, CharTokenizer
+    from redthread.models.base import LanguageModel
+    from redthread.models.transformer import EncoderDecoder, TransformerLM
+
+    where = where or name
+    if not isinstance(model, nn.Module):
+        raise InvalidType(f"{where}: expected a redthread model (an nn.Module), got {type(model).__name__}")
+    model_class = type(model).__name__
+    rung_model = rungs and isinstance(model, LanguageModel) and not isinstance(model, TransformerLM)
+    if not rung_model and not isinstance(model, (TransformerLM, EncoderDecoder)):
+        raise InvalidValue(f"{where} holds a {model_class}, which has no attention to show; attention needs a Transformer run")
+    if isinstance(tokenizer, CharTokenizer):
+        read = char_reader(tokenizer)
+    elif isinstance(tokenizer, BPETokenizer):
+        read = hf_reader(tokenizer.hf_tokenizer, add_special_tokens=False)
+    else:
+        raise InvalidType(f"{where}: unsupported tokenizer {type(tokenizer).__name__} (a CharTokenizer or a BPETokenizer reads text)")
+    cfg = model.cfg
+    at = "" if step is None else f", step {step:,}"
+    meta = {} if step is None else {"step": step}
+    if rung_model:  # no attention: what it conditions on, from the ladder's own names
+        what = rung or model_class
+        desc = f"redthread {what} rung ({model_class}), {model.num_params():,} parameters{at}"
+        return Inspector(name, model, "lm", desc, cfg.block_size, read, tokenizer.decode, {**meta, "rung": what},
+                         attends=False)
+    kind, what = ("lm", "Transformer LM") if isinstance(model, TransformerLM) else ("seq2seq", "encoder-decoder")
+    desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}{at}"
+    return Inspector(name, model, kind, desc, cfg.block_size, read, tokenizer.decode, meta)
 
 
 def _load_pretrained(name: str | Path, device: str) -> Inspector:

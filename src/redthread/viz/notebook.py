@@ -1,0 +1,260 @@
+"""The explorer and the next-token view inline in a Jupyter notebook.
+
+Claims C13 (attention maps are a window into what a model learned), C14 (over an image's patches)
+and C12 (sampling reshapes P(token | context)), where learners already work:
+
+    import redthread as rt
+    rt.show_attention("runs/demo", "To be, or not to be")            # a cell's value: the explorer
+    rt.show_attention(model, "the cat sat", tokenizer=tok)            # a model in memory, with its tokenizer
+    rt.show_attention("minilm", "The animal didn't cross the street because it was too tired.")
+    rt.show_image_attention("runs/vit", index=3)                      # a ViT or captioner run's test image
+    rt.show_next_token("runs/demo", "To be, or not", top_p=0.9)       # P(next) before and after the filters
+
+Each returns a `View`: `_repr_html_()` is an `<iframe srcdoc=...>` holding the complete offline
+page (the one `redthread attention` writes, or the next-token page), so several in one notebook
+never share an id, a style or a script; `.html` is that page and `.save(path)` writes it.
+The iframe's sandbox lets the page run its own script and nothing else: it cannot reach the
+notebook, and its Content-Security-Policy lets it load nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from redthread.errors import InvalidType, InvalidValue, MissingFile
+from redthread.files import atomic_write_text, check_writable
+from redthread.generate.config import SampleConfig
+from redthread.viz.explorer import ASSETS, render_explorer
+from redthread.viz.inspector import ImageInspector, Inspector, inspect_model, load_inspector
+
+MAX_HEIGHT = 720  # px: the tallest iframe an explorer gets by itself; a longer text scrolls inside its head view
+MAX_CHARS = 16  # longer tokens are cut on the page (as the explorer does); the tooltip has the whole token
+
+
+@dataclass(frozen=True)
+class View:
+    """A complete offline page, shown inline by Jupyter (IPython calls `_repr_html_`)."""
+
+    html: str  # the whole page, as `redthread attention` writes it
+    title: str
+    height: int  # of the iframe, in CSS pixels
+
+    def _repr_html_(self) -> str:
+        # srcdoc is an attribute: quote=True escapes " and ' as well as & < >, and the browser reads the page back
+        # unchanged; sandbox without allow-same-origin keeps the page's script away from the notebook
+        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" sandbox="allow-scripts" '
+                f'title="{html.escape(self.title, quote=True)}" '
+                f'style="width: 100%; height: {self.height}px; border: 1px solid #e5e7eb; border-radius: 4px;">'
+                "</iframe>")
+
+    def __repr__(self) -> str:
+        return f"<redthread page {self.title!r}: {len(self.html):,} characters; .save(path) writes it>"
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the page to a new file; an existing one is never replaced."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidType(f"path must be a file path, got {type(path).__name__}")
+        path = Path(path)
+        if path.exists():
+            raise InvalidValue(f"{path} already exists: save the page to a new path (nothing is overwritten)")
+        check_writable(path.parent)
+        atomic_write_text(path, self.html)
+        return path
+
+
+def show_attention(model_or_path, text: str, *, tokenizer=None, target: str | None = None, title: str | None = None,
+                   height: int | None = None) -> View:
+    """The attention explorer of `text`: every layer x head of a trained redthread model (with its `tokenizer`),
+    a run folder or checkpoint file, or a pretrained name ("minilm") or Hugging Face folder. An encoder-decoder
+    reads `text` as its source and `target` as the decoder's input. `height`: the frame's, in pixels (by
+    default sized to the text, at most MAX_HEIGHT)."""
+    _check_text(text, "text")
+    if target is not None:
+        _check_text(target, "target")
+    if title is not None and not isinstance(title, str):
+        raise InvalidType(f"title must be a string or None, got {type(title).__name__}")
+    height = _check_height(height)
+    inspector = _inspector(model_or_path, tokenizer, rungs=False)
+    with _evaluating(inspector.model):
+        payload = inspector.attention_payload(text, target, title)
+    return View(render_explorer(payload), payload["title"], height or explorer_height(payload))
+
+
+def show_image_attention(run: str | os.PathLike, index: int | None = None, *, image: str | os.PathLike | None = None,
+                         height: int | None = None) -> View:
+    """The explorer of one image through a ViT or captioner run: test image `index` of its own data, or an
+    image file (resized to what the model takes, said on the page)."""
+    if not isinstance(run, (str, os.PathLike)):
+        raise InvalidType(f"run must be the path of a ViT or captioner run, got {type(run).__name__}")
+    if (index is None) == (image is None):
+        raise InvalidValue("give an index of the run's test images or an image file, not both or neither")
+    height = _check_height(height)
+    inspector = ImageInspector(Path(run))
+    if index is not None:
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise InvalidType(f"index must be an integer, got {index!r}")
+        payload = inspector.image_payload(index)
+    else:
+        if not isinstance(image, (str, os.PathLike)):
+            raise InvalidType(f"image must be the path of an image file, got {type(image).__name__}")
+        image = Path(image)
+        if not image.is_file():
+            raise MissingFile(f"no image file {image}")
+        payload = inspector.upload_payload(image.read_bytes(), image.name)
+    return View(render_explorer(payload), payload["title"], height or explorer_height(payload))
+
+
+def show_next_token(model_or_path, text: str, *, tokenizer=None, top_k: int | None = None, top_p: float | None = None,
+                    temperature: float = 1.0, min_p: float | None = None, candidates: int = 20,
+                    height: int | None = None) -> View:
+    """P(next token | text) from a language model (as `show_attention` takes one, or a ladder rung without
+    attention), and the distribution sampling with these settings draws from, after temperature, top-k,
+    top-p and min-p: the numbers `Inspector.next_token` returns, drawn as bars."""
+    _check_text(text, "text")
+    sampling = SampleConfig(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)  # validates them
+    height = _check_height(height)
+    inspector = _inspector(model_or_path, tokenizer, rungs=True)
+    with _evaluating(inspector.model):
+        dist = inspector.next_token(text, sampling, candidates)
+    title = text.strip()
+    height = height or 230 + 24 * len(dist["candidates"]) + 30 * bool(dist["notice"])  # a row is ~24 px
+    return View(render_next_token(dist, title, inspector.description), title, height)
+
+
+def explorer_height(payload: dict) -> int:
+    """An iframe height (px) that shows the explorer of this payload whole, up to MAX_HEIGHT: the header and
+    controls, then the taller of the head view (20 px a token, an image ~190 px wide) and the model view."""
+    rows = 0
+    for tab in payload["tabs"]:
+        image = tab.get("image")
+        keys = len(tab["keys"]) if image is None else image["offset"] + 10 * image["grid"][0] / image["grid"][1]
+        rows = max(rows, len(tab["queries"]), keys)
+    layers = len(payload["tabs"][0]["weights"])
+    top = 150 + 30 * bool(payload["notice"])
+    return int(min(MAX_HEIGHT, top + max(16 + 20 * rows, 40 + 48 * layers)))
+
+
+# --- the next-token page ---------------------------------------------------------------------
+
+
+def render_next_token(dist: dict, title: str, model: str) -> str:
+    """The next-token page of `Inspector.next_token`'s answer: one row per candidate, p and p sample as bars."""
+    cands = dist["candidates"]
+    top = max(max(c["p"], c["p_sample"]) for c in cands) or 1.0
+    kept, V = dist["kept"], dist["vocab_size"]
+    if kept == V:
+        cut = f"— no cut: all {V:,} tokens kept —"
+    elif kept > len(cands):
+        cut = f"— cut below the list: {kept:,} of {V:,} tokens kept —"
+    else:
+        cut = f"— cut: {kept:,} of {V:,} tokens kept —"
+    rows = ['<div class="cand-head"><span>token</span><span></span><span>p</span><span>sample</span></div>']
+    for i, c in enumerate(cands):
+        tip = _attr(f"token {c['id']}: {c['token']!r}")
+        sample = _pct(c["p_sample"]) if c["kept"] else "cut"
+        rows.append(
+            f'<div class="cand{"" if c["kept"] else " cut"}" data-id="{c["id"]}" data-p="{c["p"]}" '
+            f'data-p-sample="{c["p_sample"]}" title="{tip}"><span class="tok">{html.escape(_shown(c["token"]))}</span>'
+            f'<span class="bars"><span class="bar p" style="width: {100 * c["p"] / top:.2f}%"></span>'
+            f'<span class="bar ps" style="width: {100 * c["p_sample"] / top:.2f}%"></span></span>'
+            f'<span class="num p">{_pct(c["p"])}</span><span class="num ps">{sample}</span></div>')
+        last = i == len(cands) - 1
+        if c["kept"] and (kept < V if last else not cands[i + 1]["kept"]):
+            rows.append(f'<div class="cut-line" id="kept-count">{html.escape(cut)}</div>')
+    if 'id="kept-count"' not in "".join(rows):  # every candidate listed is kept, and so are all the others
+        rows.append(f'<div class="cut-line" id="kept-count">{html.escape(cut)}</div>')
+    s = dist["settings"]
+    settings = " · ".join(f"{name} {'off' if s[key] is None else s[key]}" for key, name in
+                          (("temperature", "temperature"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p")))
+    if s["temperature"] == 0:
+        settings += " (greedy: the most probable token)"
+    stats = (f"entropy {dist['entropy']:.3f} nats · perplexity {dist['perplexity']:.2f} of {V:,} tokens · "
+             f"context: {len(dist['tokens'])} tokens")
+    parts = {
+        "title": html.escape(title), "model": html.escape(model), "settings": html.escape(settings),
+        "stats": html.escape(stats), "rows": "\n".join(rows),
+        "notice": f'<p id="notice">{html.escape(dist["notice"])}</p>' if dist["notice"] else "",
+        "css": (ASSETS / "explorer.css").read_text(encoding="utf-8") + (ASSETS / "next_token.css").read_text(encoding="utf-8"),
+    }
+    template = (ASSETS / "next_token.html").read_text(encoding="utf-8")
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], template)  # one pass: nothing is substituted twice
+
+
+def _shown(token: str) -> str:
+    """A token as drawn (as the explorer draws one): whitespace made visible, a long one cut."""
+    s = token.replace("\n", "↵").replace("\t", "⇥")
+    if not s.strip():
+        s = s.replace(" ", "␣") or "∅"
+    return s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…"
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.1f}%"
+
+
+def _attr(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+def _inspector(model_or_path, tokenizer, rungs: bool) -> Inspector:
+    """An Inspector of a model in memory (with its tokenizer), a run folder or checkpoint, or a pretrained model."""
+    from redthread.train.checkpoint import FILENAME
+
+    if isinstance(model_or_path, Inspector):
+        return model_or_path
+    if isinstance(model_or_path, nn.Module):
+        if type(model_or_path).__name__ in ("ViT", "Captioner"):
+            raise InvalidValue(f"a {type(model_or_path).__name__} is an image model: save it as a run and show an "
+                               "image with rt.show_image_attention(run, index)")
+        if tokenizer is None:
+            raise InvalidValue("a model in memory needs its tokenizer to read the text: pass tokenizer=")
+        return inspect_model(model_or_path, tokenizer, type(model_or_path).__name__, rungs=rungs)
+    if not isinstance(model_or_path, (str, os.PathLike)):
+        raise InvalidType("expected a redthread model, a run folder or checkpoint path, or a pretrained model's name "
+                          f"or folder, got {type(model_or_path).__name__}")
+    if tokenizer is not None:
+        raise InvalidValue("tokenizer= goes with a model in memory; a run or a pretrained model brings its own")
+    path = Path(model_or_path)
+    if path.is_file() or (path.is_dir() and (path / FILENAME).is_file()):  # a redthread run
+        return load_inspector(checkpoint=path, rungs=rungs)
+    if path.suffix == ".safetensors" or (not path.exists() and os.sep in str(model_or_path)):
+        raise MissingFile(f"no run or checkpoint at {path}")
+    return load_inspector(pretrained=model_or_path)  # a known name or a Hugging Face folder; else one line
+
+
+def _check_text(text, name: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidType(f"{name} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidValue(f"{name} is empty")
+
+
+def _check_height(height) -> int | None:
+    if height is None:  # sized to the page
+        return None
+    if not isinstance(height, int) or isinstance(height, bool):
+        raise InvalidType(f"height must be a whole number of pixels, got {height!r}")
+    if not 100 <= height <= 10_000:
+        raise InvalidValue(f"height must be from 100 to 10000 pixels, got {height}")
+    return height
+
+
+@contextmanager
+def _evaluating(model: nn.Module):
+    """The model in eval mode (no dropout) while it is looked into, then back in the mode it was in."""
+    was = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was)
