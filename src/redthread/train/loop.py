@@ -309,6 +309,7 @@ def train(
     log: Callable[[str], None] | None = None,
     extra: dict | None = None,
     publish: Callable[[], Path] | None = None,
+    monitor: Callable[[int, float, nn.Module], bool] | None = None,
 ) -> TrainResult:
     """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
 
@@ -324,6 +325,11 @@ def train(
     `publish`, when given, is called once right after the first checkpoint is saved and returns
     the folder to write to from then on: a run that replaces another trains in a folder beside
     it and swaps it in only then (`train/run_folder.py`), so the old run survives any earlier error.
+
+    `monitor(step, seconds, model)`, when given, is called after every step with the seconds of
+    training so far; its own time is left out of the clock (and of max_time), and it returns True to
+    stop the run there (a benchmark's full-split score at fixed intervals, say). Under torchrun every
+    rank calls it, and all must answer alike.
 
     A loss or gradient norm that is not finite stops training with a one-line error naming the
     step; weights that are not finite are never saved, so the last good checkpoint is kept.
@@ -384,10 +390,11 @@ def train(
                                                                 cfg.max_time, spent)
     ddp_model = distributed.wrap(forward_model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
+    paused = 0.0  # seconds spent in the monitor: not training
 
     def clock() -> float:
         """Seconds of training so far, validation estimates and saves included (and before a resume)."""
-        return spent + time.perf_counter() - t0
+        return spent + time.perf_counter() - t0 - paused
 
     def scheduled_lr() -> float:
         if cfg.max_time is None:
@@ -502,6 +509,13 @@ def train(
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
                 checkpoint()
+            if monitor is not None:
+                t_monitor = time.perf_counter()
+                stop_here = monitor(step, clock(), model)
+                paused += time.perf_counter() - t_monitor
+                t_log += time.perf_counter() - t_monitor  # nor of the tokens/s
+                if stop_here:
+                    break
             over_time = cfg.max_time is not None and clock() > cfg.max_time
             if world > 1 or over_time:  # one all-reduce: every rank takes these decisions together
                 over_time, signalled = distributed.any_rank(over_time, stop.seen)
@@ -530,7 +544,7 @@ def train(
             restore_blocks()
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:
         checkpoint()  # stopped by the time budget between evaluations
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0 - paused  # training time: the monitor's is not
     return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9))
 
 
