@@ -36,6 +36,16 @@ def test_quality_benchmark_runs_its_protocol_on_any_text(tmp_path):
     assert "nats/char on the full validation split" in out
 
 
+def test_speedrun_runs_both_arms_and_prints_the_targets(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
+    out = run_script("speedrun.py", "--data", str(text), "--budget", "1.5", "--hf-rounds", "1", "--hf-steps", "2",
+                     "--json", str(tmp_path / "f.json"), "--plot", str(tmp_path / "curve.png"), cache=tmp_path)
+    assert "HF throughput check" in out and "(a) nanoGPT recipe" in out and "(b) redthread" in out
+    assert "time to 1.90, (b)/(a)" in out and "(target <= 1.65)" in out
+    assert (tmp_path / "f.json").is_file() and (tmp_path / "curve.png").is_file()
+
+
 def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
     names = tmp_path / "names.txt"
     names.write_text("\n".join(["emma", "olivia", "ava", "noah", "liam", "mia", "zoe", "eli"] * 20) + "\n")

@@ -124,6 +124,26 @@ def test_a_time_budget_completes_the_schedule_and_a_resume_goes_on_from_the_time
     assert rows[5]["lr"] == pytest.approx(lr_at(5, more, elapsed=rows[5]["elapsed"]), rel=0.05)
 
 
+def test_a_monitor_sees_the_training_seconds_its_own_time_left_out_and_can_stop_the_run(monkeypatch):
+    import redthread.train.loop as loop
+
+    clock = FakeClock(0.01)
+    monkeypatch.setattr(loop, "time", clock)
+    seen = []
+
+    def monitor(step, seconds, model):
+        seen.append((step, seconds, model.training))
+        clock.now += 5.0  # a slow full-split score: not training time
+        return step == 30
+
+    cfg = TrainConfig(max_iters=100, batch_size=4, eval_interval=10**6, eval_batches=1, log_interval=10, max_time=50.0)
+    result = train(fresh_model(), make_data(), cfg, progress=False, monitor=monitor)
+    assert result.step == 30 and [s for s, _, _ in seen] == list(range(1, 31))  # stopped where it said
+    seconds = [t for _, t, _ in seen]
+    assert seconds[-1] < 5.0  # 30 steps of 0.01-s ticks, not the 150 s spent in the monitor
+    assert all(a < b for a, b in zip(seconds, seconds[1:]))
+
+
 def test_progress_lines_on_the_clock_say_how_much_of_the_budget_is_spent(tmp_path, monkeypatch):
     import redthread.train.loop as loop
 

@@ -5,8 +5,9 @@
         loss = objective(model(x), y)               # mean negative log-likelihood, nats
         loss.backward(); clip; AdamW step           # a stochastic step towards the MLE
 
-Around that core: AdamW with weight decay on matrices only (Loshchilov & Hutter 2019), a
-linear warm-up then cosine decay of the learning rate, gradient clipping, gradient
+Around that core: AdamW with weight decay on matrices only (Loshchilov & Hutter 2019), or Muon
+for the hidden matrices (`train/optimizers.py`), a linear warm-up then cosine decay of the
+learning rate, on steps or on the clock of a time budget, gradient clipping, gradient
 accumulation, periodic validation NLL (nats/token, perplexity, bits per character), a live
 progress bar, metrics in `metrics.jsonl`, a loss-curve PNG, and atomic checkpoints from which
 `resume=True` continues exactly as if the run had never stopped. Under torchrun the same loop
@@ -46,6 +47,7 @@ from redthread.train.checkpoint import FILENAME, Checkpoint, read_checkpoint, sa
 from redthread.train.compiler import compile_model
 from redthread.train.flops import mfu, model_flops_per_token, peak_flops
 from redthread.train.memory import checkpoint_blocks
+from redthread.train.optimizers import OPTIMIZERS, make_optimizer
 from redthread.train.precision import PRECISIONS, choose_precision, enable_tf32
 
 
@@ -73,7 +75,9 @@ class TrainConfig:
     lr: float = 1e-3  # the peak learning rate, reached after the warm-up
     min_lr: float = 1e-4  # the learning rate at the end of the cosine decay
     warmup_iters: int = 100  # steps of linear warm-up from 0 to lr
-    weight_decay: float = 0.1  # AdamW's decoupled weight decay, on matrices only
+    optimizer: str = "adamw"  # adamw: AdamW for every parameter; muon: Muon for the hidden matrices, AdamW for the rest (train/optimizers.py)
+    momentum: float = 0.95  # Muon's momentum (with optimizer muon)
+    weight_decay: float = 0.1  # decoupled weight decay, on matrices only
     beta1: float = 0.9  # AdamW's decay rate of the gradient's mean
     beta2: float = 0.99  # AdamW's decay rate of the gradient's second moment
     grad_clip: float = 1.0  # clip the gradient's global norm to this; 0 switches clipping off
@@ -91,20 +95,22 @@ class TrainConfig:
     peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
     tensorboard: bool = False  # also write TensorBoard event files (RUN/tensorboard/) from the metrics; needs tensorboard
 
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS, "optimizer": OPTIMIZERS}
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval", "eval_batches"):
             check_int(name, getattr(self, name))
         check_int("warmup_iters", self.warmup_iters, minimum=0)
-        for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "grad_clip"):
+        for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "momentum", "grad_clip"):
             if not _is_finite(getattr(self, name)):
                 raise InvalidValue(f"{name} must be a finite number, got {getattr(self, name)!r}")
         if not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
             raise InvalidValue(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
         if self.grad_clip < 0 or self.weight_decay < 0:
             raise InvalidValue(f"grad_clip and weight_decay must be >= 0, got {self.grad_clip} and {self.weight_decay}")
-        for name in ("beta1", "beta2"):  # AdamW's moment decay rates
+        if self.optimizer not in OPTIMIZERS:
+            raise InvalidValue(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
+        for name in ("beta1", "beta2", "momentum"):  # AdamW's moment decay rates, Muon's momentum
             if not 0 <= getattr(self, name) < 1:
                 raise InvalidValue(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if not _is_int(self.seed) or not 0 <= self.seed < MAX_SEED:
@@ -160,15 +166,6 @@ def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
             return cfg.lr * max(spent / cfg.warmup_frac, 0.01)
         progress = (spent - cfg.warmup_frac) / (1.0 - cfg.warmup_frac)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
-
-
-def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices (and embeddings) only, never on biases or LayerNorm gains."""
-    params = [p for p in model.parameters() if p.requires_grad]  # parameters() yields a tied weight once
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cuda", "cpu"))
 
 
 def objective_of(model: nn.Module, objective: Callable | None = None) -> Callable:
@@ -309,6 +306,7 @@ def train(
     log: Callable[[str], None] | None = None,
     extra: dict | None = None,
     publish: Callable[[], Path] | None = None,
+    monitor: Callable[[int, float, nn.Module], bool] | None = None,
 ) -> TrainResult:
     """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
 
@@ -325,6 +323,11 @@ def train(
     the folder to write to from then on: a run that replaces another trains in a folder beside
     it and swaps it in only then (`train/run_folder.py`), so the old run survives any earlier error.
 
+    `monitor(step, seconds, model)`, when given, is called after every step with the seconds of
+    training so far; its own time is left out of the clock (and of max_time), and it returns True to
+    stop the run there (a benchmark's full-split score at fixed intervals, say). Under torchrun every
+    rank calls it, and all must answer alike.
+
     A loss or gradient norm that is not finite stops training with a one-line error naming the
     step; weights that are not finite are never saved, so the last good checkpoint is kept.
     """
@@ -340,6 +343,8 @@ def train(
     model.to(device).train()
     optimizer = make_optimizer(model, cfg, device)
     precision = choose_precision(cfg.precision, device)
+    if cfg.optimizer == "muon" and precision.name == "fp16":
+        raise InvalidValue("optimizer muon does not train in fp16 (its loss scaling is AdamW's only): use bf16 or fp32")
     tf32 = enable_tf32(device)
     scaler = precision.make_scaler()  # a pass-through unless fp16
     run_dir = Path(run_dir) if run_dir is not None else None
@@ -384,10 +389,11 @@ def train(
                                                                 cfg.max_time, spent)
     ddp_model = distributed.wrap(forward_model, device)  # averages gradients over ranks; `model` is what is saved
     t0 = t_log = time.perf_counter()
+    paused = 0.0  # seconds spent in the monitor: not training
 
     def clock() -> float:
         """Seconds of training so far, validation estimates and saves included (and before a resume)."""
-        return spent + time.perf_counter() - t0
+        return spent + time.perf_counter() - t0 - paused
 
     def scheduled_lr() -> float:
         if cfg.max_time is None:
@@ -502,6 +508,13 @@ def train(
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
                 checkpoint()
+            if monitor is not None:
+                t_monitor = time.perf_counter()
+                stop_here = monitor(step, clock(), model)
+                paused += time.perf_counter() - t_monitor
+                t_log += time.perf_counter() - t_monitor  # nor of the tokens/s
+                if stop_here:
+                    break
             over_time = cfg.max_time is not None and clock() > cfg.max_time
             if world > 1 or over_time:  # one all-reduce: every rank takes these decisions together
                 over_time, signalled = distributed.any_rank(over_time, stop.seen)
@@ -530,7 +543,7 @@ def train(
             restore_blocks()
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:
         checkpoint()  # stopped by the time budget between evaluations
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0 - paused  # training time: the monitor's is not
     return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9))
 
 

@@ -1,0 +1,227 @@
+"""Quality per CPU-minute: the tiny-Shakespeare speedrun, nanoGPT's recipe against redthread's best.
+
+The protocol, fixed before any figure was measured:
+- data: `data/tinyshakespeare.txt` (the same bytes as the reference copy; checksum in
+  tests/test_package.py), characters (vocabulary 65), first 90% train, last 10% validation;
+- the score: NLL of the whole validation split, every character once, in non-overlapping windows
+  of the arm's context (the protocol of benchmarks/quality_tinyshakespeare.py), in nats/char;
+- two CPU threads; the clock counts training only. The score is taken at fixed points of training
+  time (every second to 10 s, every 2 s to 30 s, every 5 s to 60 s, then every 10 s), and its own
+  time is left out of the clock (`train(monitor=...)`) and reported;
+- time to a threshold: the training seconds at the first check scoring at or below it (an upper
+  bound; the check before it scored above);
+- the 180-s figure: the score when 180 s of training are spent, or the final score of a recipe whose
+  schedule ends sooner;
+- arm (a), nanoGPT's baby recipe on nanoGPT's architecture (GPT-2 blocks: exact GELU, learned
+  positions, biases, tied embeddings, pre-LayerNorm): 4 layers, 4 heads, d_model 128, context 64,
+  batch 12, dropout 0, AdamW 1e-3 with 100 warm-up steps and cosine decay to 1e-4 over 2000 steps.
+  The same run checks that this stand-in trains at >= 1.15x the tokens/s of Hugging Face's
+  GPT2LMHeadModel of the same config (alternating rounds), so a slow stand-in cannot flatter arm (b);
+- arm (b), redthread's best recipe (RECIPE below, every choice a TransformerConfig / TrainConfig
+  field), scheduled on the clock for the 180-s budget.
+
+Targets: (b)'s time to 1.90 nats/char <= 0.25x (a)'s; (b)'s 180-s figure <= 1.65 nats/char and
+at least 0.15 below (a)'s.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/speedrun.py [--json out.json] [--plot curve.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from common import ModelSize, adamw, environment, hf_logits, make_hf_gpt2, unique_params, write_json
+from torch.nn import functional as F
+
+from redthread.data.lm import LMData, load_splits
+from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.train.loop import TrainConfig, evaluate, train
+
+HERE = Path(__file__).resolve().parent
+BUDGET = 180.0  # seconds of training
+THRESHOLDS = (1.90, 1.80)  # nats/char
+TARGET_RATIO, TARGET_NLL, TARGET_MARGIN, TARGET_HF = 0.25, 1.65, 0.15, 1.15
+
+NANOGPT = {
+    "model": dict(n_layer=4, n_head=4, d_model=128, block_size=64, dropout=0.0, pos="learned", activation="gelu",
+                  bias=True, tie_weights=True, norm="pre"),
+    "train": dict(max_iters=2000, batch_size=12, lr=1e-3, min_lr=1e-4, warmup_iters=100, beta2=0.99, weight_decay=0.1,
+                  grad_clip=1.0),
+}
+RECIPE = {  # redthread's best so far; what was tried and what it gave: docs/benchmarks.md, "The speedrun"
+    "model": dict(n_layer=6, n_head=6, d_model=192, block_size=128, dropout=0.0, pos="rope"),
+    "train": dict(max_iters=10**9, batch_size=32, lr=3e-3, min_lr=3e-4, warmup_frac=0.05, beta2=0.99, weight_decay=0.1,
+                  grad_clip=1.0, max_time=BUDGET),
+}
+
+
+def check_points(budget: float) -> list[float]:
+    """The training seconds at which the whole validation split is scored."""
+    points = [float(s) for s in range(1, 11)] + [float(s) for s in range(12, 31, 2)]
+    points += [float(s) for s in range(35, 61, 5)] + [float(s) for s in range(70, int(budget) + 1, 10)]
+    return [p for p in points if p < budget] + [budget]
+
+
+@dataclass
+class Arm:
+    name: str
+    model: dict
+    train: dict
+    checks: list[dict] = field(default_factory=list)  # {"seconds", "step", "nll"} per score
+    scoring_seconds: float = 0.0
+    steps: int = 0
+    tokens_per_s: float = 0.0
+
+    def first_at_or_below(self, threshold: float) -> float | None:
+        return next((c["seconds"] for c in self.checks if c["nll"] <= threshold), None)
+
+    def at_budget(self) -> float:
+        return self.checks[-1]["nll"]
+
+
+def run_arm(arm: Arm, data_path: str, budget: float, points: list[float]) -> Arm:
+    train_split, val_split, tokenizer = load_splits(data_path, "char")
+    cfg = TransformerConfig(vocab_size=tokenizer.vocab_size, **arm.model)
+    data = LMData(train_split, val_split, cfg.block_size)
+    torch.manual_seed(1337)
+    model = TransformerLM(cfg)
+    train_cfg = TrainConfig(**{"eval_interval": 10**9, "eval_batches": 1, "log_interval": 50, "device": "cpu",
+                               "seed": 1337, **arm.train, "max_time": budget if "max_time" in arm.train else None})
+    todo = list(points)
+
+    def score(step: int, seconds: float, model: torch.nn.Module) -> None:
+        t = time.perf_counter()
+        nll = evaluate(model, data, "val", batch_size=64)["nll"]  # every validation character once
+        arm.scoring_seconds += time.perf_counter() - t
+        arm.checks.append({"seconds": round(seconds, 3), "step": step, "nll": nll})
+        print(f"  {arm.name}: {seconds:7.1f} s, step {step:5d}: {nll:.4f} nats/char", flush=True)
+
+    def monitor(step: int, seconds: float, model: torch.nn.Module) -> bool:
+        if seconds < todo[0] and step < train_cfg.max_iters:
+            return False
+        while todo and seconds >= todo[0]:
+            todo.pop(0)
+        score(step, seconds, model)
+        return not todo or step >= train_cfg.max_iters  # the budget is spent, or the recipe's schedule is done
+
+    result = train(model, data, train_cfg, progress=False, monitor=monitor)
+    arm.steps, arm.tokens_per_s = result.step, result.tokens_per_s
+    return arm
+
+
+def hf_check(rounds: int, steps: int) -> dict:
+    """Tokens/s of arm (a)'s model and of HF GPT2LMHeadModel of the same config, same batches, alternating rounds."""
+    size = ModelSize("a", vocab_size=65, block_size=64, n_layer=4, n_head=4, d_model=128)
+    torch.manual_seed(0)
+    ours = TransformerLM(TransformerConfig(vocab_size=65, **NANOGPT["model"]))
+    hf = make_hf_gpt2(size)
+    gen = torch.Generator().manual_seed(1234)
+    ids = torch.randint(65, (8, 12, 65), generator=gen)
+    batches = [(b[:, :-1].contiguous(), b[:, 1:].contiguous()) for b in ids]  # (12, 64) each
+    peers = {"redthread (a)": (ours, ours), "HF GPT2LMHeadModel": (hf, hf_logits(hf))}
+    steps_of, rates = {}, {name: [] for name in peers}
+    for name, (model, forward) in peers.items():
+        params, opt = unique_params(model), adamw(model, fused=True)
+
+        def step(x, y, forward=forward, params=params, opt=opt):
+            logits = forward(x)  # (B, T, V)
+            F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1)).backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        steps_of[name] = step
+        for x, y in batches[:3]:  # warm-up
+            step(x, y)
+    for r in range(rounds):
+        for name in (list(peers) if r % 2 == 0 else list(peers)[::-1]):
+            t = time.perf_counter()
+            for i in range(steps):
+                x, y = batches[i % len(batches)]
+                steps_of[name](x, y)
+            rates[name].append(steps * 12 * 64 / (time.perf_counter() - t))
+    med = {name: sorted(r)[len(r) // 2] for name, r in rates.items()}
+    return {"tokens_per_s": med, "ratio": med["redthread (a)"] / med["HF GPT2LMHeadModel"], "rounds": rates}
+
+
+def plot(arms: list[Arm], out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for arm in arms:
+        ax.plot([c["seconds"] for c in arm.checks], [c["nll"] for c in arm.checks], "o-", ms=3, label=arm.name)
+    for t in THRESHOLDS:
+        ax.axhline(t, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("seconds of training (two CPU threads; scoring time left out)")
+    ax.set_ylabel("validation NLL, whole split (nats/char)")
+    ax.set_ylim(top=min(3.5, max(c["nll"] for a in arms for c in a.checks)))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def fmt(seconds: float | None) -> str:
+    return "not reached" if seconds is None else f"{seconds:.1f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(HERE.parent / "data" / "tinyshakespeare.txt"))
+    parser.add_argument("--budget", type=float, default=BUDGET, help="seconds of training per arm (180 is the protocol)")
+    parser.add_argument("--hf-rounds", type=int, default=6, help="alternating rounds of the HF throughput check")
+    parser.add_argument("--hf-steps", type=int, default=30, help="steps per round of the HF throughput check")
+    parser.add_argument("--json", help="write the figures (and both curves) here")
+    parser.add_argument("--plot", help="draw both curves (NLL against training seconds) into this PNG")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+
+    print(f"HF throughput check: arm (a)'s model against GPT2LMHeadModel, config (a), {args.hf_rounds} alternating rounds")
+    hf = hf_check(args.hf_rounds, args.hf_steps)
+    for name, rate in hf["tokens_per_s"].items():
+        print(f"  {name:20s} {rate:10,.0f} tokens/s (median)")
+    print(f"  ratio {hf['ratio']:.2f}x: {'met' if hf['ratio'] >= TARGET_HF else 'NOT met'} (needs >= {TARGET_HF:.2f}x)\n")
+
+    points = check_points(args.budget)
+    arms = [Arm("(a) nanoGPT recipe", NANOGPT["model"], NANOGPT["train"]), Arm("(b) redthread", RECIPE["model"], RECIPE["train"])]
+    for arm in arms:
+        print(f"{arm.name}: model {arm.model}\n  training {arm.train}")
+        run_arm(arm, args.data, args.budget, points)
+        print(f"  {arm.steps} steps, {arm.tokens_per_s:,.0f} tokens/s; scoring took {arm.scoring_seconds:.0f} s "
+              f"({len(arm.checks)} scores), left out of the clock\n")
+
+    a, b = arms
+    print(f"{'arm':22s} {'to 1.90':>12s} {'to 1.80':>12s} {f'NLL at {args.budget:.0f} s':>14s} {'steps':>7s}")
+    for arm in arms:
+        print(f"{arm.name:22s} {fmt(arm.first_at_or_below(1.90)):>12s} {fmt(arm.first_at_or_below(1.80)):>12s} "
+              f"{arm.at_budget():>14.4f} {arm.steps:>7d}")
+    ta, tb = a.first_at_or_below(1.90), b.first_at_or_below(1.90)
+    ratio = tb / ta if ta and tb else None
+    met = {
+        "time to 1.90": ratio is not None and ratio <= TARGET_RATIO,
+        f"NLL at {args.budget:.0f} s": b.at_budget() <= TARGET_NLL,
+        "margin over (a)": a.at_budget() - b.at_budget() >= TARGET_MARGIN,
+        "HF check": hf["ratio"] >= TARGET_HF,
+    }
+    print(f"\ntime to 1.90, (b)/(a): {'n/a' if ratio is None else f'{ratio:.2f}x'} (target <= {TARGET_RATIO}x): "
+          f"{'met' if met['time to 1.90'] else 'NOT met'}")
+    print(f"(b) at {args.budget:.0f} s: {b.at_budget():.4f} nats/char (target <= {TARGET_NLL}): "
+          f"{'met' if met[f'NLL at {args.budget:.0f} s'] else 'NOT met'}; "
+          f"(a) - (b) = {a.at_budget() - b.at_budget():.4f} (target >= {TARGET_MARGIN}): {'met' if met['margin over (a)'] else 'NOT met'}")
+    if args.plot:
+        plot(arms, args.plot)
+    write_json(args.json, {"protocol": {"budget": args.budget, "thresholds": THRESHOLDS, "checks": points},
+                           "hf_check": hf, "met": met, "environment": environment(),
+                           "arms": [vars(arm) for arm in arms]})
+
+
+if __name__ == "__main__":
+    main()
