@@ -20,6 +20,8 @@ VARIANTS = {
     "learned": dict(pos="learned"),
     "no_positions_no_bias_relu": dict(pos="none", bias=False, activation="relu"),
     "gelu_tanh_untied": dict(activation="gelu_tanh", tie_weights=False),
+    "speedrun_options": dict(pos="rope", qk_norm=True, activation="relu2", logit_softcap=5.0, tie_weights=False),
+    "qk_norm_post_norm": dict(norm="post", qk_norm=True),
 }
 
 

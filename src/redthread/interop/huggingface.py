@@ -350,6 +350,10 @@ def exportable_config(model: nn.Module) -> TransformerConfig:
         raise InvalidValue("cannot export pos='rope' to GPT-2: GPT-2 adds positions to the embeddings, it does not rotate q and k")
     if cfg.type_vocab_size or cfg.embed_norm:
         raise InvalidValue("cannot export token-type embeddings or an embedding LayerNorm to GPT-2: it has neither")
+    if cfg.activation not in EXPORT_ACTIVATIONS:
+        raise InvalidValue(f"cannot export activation {cfg.activation!r} to GPT-2: it knows {', '.join(EXPORT_ACTIVATIONS)}")
+    if cfg.qk_norm or cfg.logit_softcap is not None:
+        raise InvalidValue("cannot export qk_norm or logit_softcap to GPT-2: it normalises neither its queries and keys nor its logits")
     return cfg
 
 

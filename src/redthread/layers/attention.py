@@ -83,6 +83,7 @@ class MultiHeadAttention(nn.Module):
         scale: float | None = None,
         rotary: bool = False,
         block_size: int | None = None,
+        qk_norm: bool = False,
     ):
         super().__init__()
         if n_head < 1 or d_model % n_head != 0:
@@ -91,6 +92,7 @@ class MultiHeadAttention(nn.Module):
         self.causal = causal
         self.dropout = dropout
         self.scale = scale  # None: 1/sqrt(d_head)
+        self.qk_norm = qk_norm  # RMS-normalise each head's q and k (no gain) before positions and scores
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         if rotary and not block_size:
@@ -103,6 +105,11 @@ class MultiHeadAttention(nn.Module):
         w, b = self.qkv_proj.weight, self.qkv_proj.bias
         return F.linear(x, w[start:end], None if b is None else b[start:end])
 
+    def _norm(self, x: Tensor) -> Tensor:
+        """QK-norm (Dehghani et al. 2023; Henry et al. 2020): each head's vectors scaled to RMS 1, so
+        no score can grow without bound however large the projections become."""
+        return F.rms_norm(x, (self.d_head,)) if self.qk_norm else x
+
     def _heads(self, x: Tensor, n: int = 1) -> Tensor:
         """(B, L, n * C) -> (n, B, H, L, D): split the model dimension into heads."""
         B, L, _ = x.shape
@@ -112,12 +119,15 @@ class MultiHeadAttention(nn.Module):
         """q (B, H, T, D) and k, v (B, H, S, D), through the cache when there is one."""
         C = self.d_model
         if context is not None:  # cross-attention: keys and values from the context, projected once per cache
-            q = self._heads(self._proj_slice(x, 0, C))[0]
+            q = self._norm(self._heads(self._proj_slice(x, 0, C))[0])
             if cache is not None and cache.length > 0:
                 return q, cache.keys(), cache.values()
             k, v = self._heads(self._proj_slice(context, C, 3 * C), 2)
+            k = self._norm(k)
             return (q, *cache.update(k, v)) if cache is not None else (q, k, v)
         qkv = self._heads(self.qkv_proj(x), 3)  # (3, B, H, T, D), one matmul for all three
+        if self.qk_norm:
+            qkv = torch.cat((self._norm(qkv[:2]), qkv[2:]))
         if self.rotary is None:
             q, k, v = qkv.unbind(0)  # unbind (not indexing): its backward is one stack, no zero-fill
         else:  # rotate q and k together, from this chunk's first position

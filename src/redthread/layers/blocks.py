@@ -60,11 +60,12 @@ class EncoderBlock(nn.Module):
     def __init__(
         self,
         d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
-        block_size=None, norm_eps=1e-5,
+        block_size=None, norm_eps=1e-5, qk_norm=False,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size
+            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size,
+            qk_norm=qk_norm,
         )
         self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
@@ -80,15 +81,17 @@ class DecoderBlock(nn.Module):
     def __init__(
         self,
         d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
-        block_size=None, norm_eps=1e-5, cross=False,
+        block_size=None, norm_eps=1e-5, cross=False, qk_norm=False,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size
+            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size,
+            qk_norm=qk_norm,
         )
         self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         if cross:
-            self.cross_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale)
+            self.cross_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale,
+                                                 qk_norm=qk_norm)
             self.cross_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
         else:
             self.cross_attn = None
@@ -137,6 +140,7 @@ class DecodeStep:
         self.norm1, self.norm2 = block.self_attn_res.norm, block.ffn_res.norm
         self.pre = block.self_attn_res.pre
         self.n_head, self.d_head, self.scale, self.rotary = attn.n_head, attn.d_head, attn.scale, attn.rotary
+        self.qk_norm = attn.qk_norm
 
     def __call__(self, x: Tensor, cache: LayerCache) -> Tensor:
         if self.pre:
@@ -148,6 +152,8 @@ class DecodeStep:
     def attend(self, x: Tensor, cache: KVCache) -> Tensor:
         B, C = x.shape
         qkv = _linear(x, *self.qkv).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
+        if self.qk_norm:
+            qkv = torch.cat((F.rms_norm(qkv[:, :2], (self.d_head,)), qkv[:, 2:]), dim=1)
         if self.rotary is None:
             q, k, v = qkv.unbind(1)  # (B, H, 1, D) each
         else:

@@ -2,7 +2,8 @@
 
 FFN(x) = W_2 act(W_1 x + b_1) + b_2, applied to every position separately and identically
 (Vaswani et al. 2017, eq. 2; dropout is applied by the residual wrapper), usually with d_ff = 4 d_model. The paper uses ReLU; GPT-2 and
-most models since use GELU (Hendrycks & Gimpel 2016).
+most models since use GELU (Hendrycks & Gimpel 2016); relu2 is ReLU squared (So et al. 2021,
+"Primer"), which the speedrun records use.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+               "relu2": lambda x: F.relu(x).square()}
 
 
 class FeedForward(nn.Module):

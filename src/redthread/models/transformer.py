@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -51,13 +52,15 @@ class TransformerConfig(ConfigMixin):
     bias: bool = True  # biases in Linear and LayerNorm layers
     norm: str = "pre"  # LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)
     pos: str = "sinusoidal"  # positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none
-    activation: str = "gelu"  # the feed-forward network's non-linearity
+    activation: str = "gelu"  # the feed-forward network's non-linearity (relu2: ReLU squared)
     tie_weights: bool = True  # lm_head shares the token embedding matrix (Press & Wolf 2017)
     scale_attention: bool = True  # divide scores by sqrt(d_head) (claim C7); False only for experiments
     src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
     norm_eps: float = 1e-5  # every LayerNorm's epsilon (BERT: 1e-12)
     embed_norm: bool = False  # a LayerNorm on the embeddings, before dropout (BERT)
     type_vocab_size: int = 0  # > 0: token-type (segment) embeddings added to the input (BERT)
+    qk_norm: bool = False  # RMS-normalise each head's queries and keys before the scores (QK-norm)
+    logit_softcap: float | None = None  # squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "norm": NORMS, "pos": tuple(POSITIONAL), "activation": tuple(ACTIVATIONS)}
@@ -71,8 +74,12 @@ class TransformerConfig(ConfigMixin):
         check_dropout(self.dropout)
         if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
             raise InvalidValue(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
-        if not isinstance(self.embed_norm, bool):
-            raise InvalidValue(f"embed_norm must be true or false, got {self.embed_norm!r}")
+        for name in ("embed_norm", "qk_norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidValue(f"{name} must be true or false, got {getattr(self, name)!r}")
+        cap = self.logit_softcap
+        if cap is not None and not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
+            raise InvalidValue(f"logit_softcap must be a positive number (or none), got {cap!r}")
         if not isinstance(self.type_vocab_size, int) or isinstance(self.type_vocab_size, bool) or self.type_vocab_size < 0:
             raise InvalidValue(f"type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}")
         for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
@@ -88,6 +95,12 @@ class TransformerConfig(ConfigMixin):
         return self.d_ff or 4 * self.d_model
 
 
+def softcap(logits: Tensor, cap: float | None) -> Tensor:
+    """cap * tanh(logits / cap): the logits kept within (-cap, cap), near the identity well inside
+    (Gemma 2; the speedrun records); None leaves them as they are."""
+    return logits if cap is None else cap * torch.tanh(logits / cap)
+
+
 def block_kwargs(cfg: TransformerConfig) -> dict:
     return dict(
         d_model=cfg.d_model,
@@ -100,6 +113,7 @@ def block_kwargs(cfg: TransformerConfig) -> dict:
         scale=None if cfg.scale_attention else 1.0,
         rotary=cfg.pos == "rope", block_size=cfg.block_size,
         norm_eps=cfg.norm_eps,
+        qk_norm=cfg.qk_norm,
     )
 
 
@@ -186,7 +200,7 @@ class TransformerLM(LanguageModel):
         x = self.embed(idx, start)  # (B, T, C)
         for i, block in enumerate(self.blocks):
             x = block(x, context=context, context_mask=context_mask, cache=None if cache is None else cache[i])
-        return self.lm_head(self.norm_f(x))  # (B, T, V)
+        return softcap(self.lm_head(self.norm_f(x)), self.cfg.logit_softcap)  # (B, T, V)
 
     @property
     def can_step(self) -> bool:
@@ -214,6 +228,7 @@ class TransformerLM(LanguageModel):
         embed, blocks = self.embed, [DecodeStep(block) for block in self.blocks]
         norm_f = self.norm_f if isinstance(self.norm_f, nn.LayerNorm) else None
         lm_head = self.lm_head.weight  # (V, C); tied to the embedding: left as is (V is small)
+        cap = self.cfg.logit_softcap
 
         def step(idx: Tensor, cache: list[LayerCache]) -> Tensor:
             x = embed(idx, cache[0].self_attn.length)[:, 0]  # (B, C)
@@ -221,7 +236,7 @@ class TransformerLM(LanguageModel):
                 x = block(x, layer_cache)
             if norm_f is not None:
                 x = F.layer_norm(x, norm_f.normalized_shape, norm_f.weight, norm_f.bias, norm_f.eps)
-            return F.linear(x, lm_head)  # (B, V)
+            return softcap(F.linear(x, lm_head), cap)  # (B, V)
 
         return step
 

@@ -1,0 +1,86 @@
+"""The options the speedrun records use, each a TransformerConfig field: QK-norm, ReLU squared,
+logit soft-capping. Each computes what its formula says, the explicit attention path still equals
+the fused one, and GPT-2 export refuses what GPT-2 cannot hold."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from redthread.errors import InvalidValue
+from redthread.interop.huggingface import export_gpt2
+from redthread.layers.attention import MultiHeadAttention
+from redthread.layers.feedforward import FeedForward
+from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.viz.record import record_attention
+
+SMALL = dict(vocab_size=11, block_size=16, n_layer=2, n_head=2, d_model=16)
+
+
+def test_qk_norm_gives_every_head_query_and_key_unit_rms_and_the_fused_path_agrees():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, causal=True, qk_norm=True, rotary=True, block_size=16).double()
+    with torch.no_grad():
+        mha.qkv_proj.weight.mul_(20)  # large projections: without the norm, scores would be huge
+    x = torch.randn(2, 7, 16, dtype=torch.float64)
+    fused, _ = mha(x)
+    explicit, att = mha(x, need_weights=True)
+    torch.testing.assert_close(fused, explicit)
+    model = TransformerLM(TransformerConfig(**SMALL, qk_norm=True, pos="none"))
+    with record_attention(model, vectors=0) as maps:
+        model(torch.randint(11, (1, 9)))
+    q, k = maps.query_key("decoder", 0).q, maps.query_key("decoder", 0).k
+    for v in (q, k):  # (B, H, T, D)
+        torch.testing.assert_close(v.pow(2).mean(-1), torch.ones(v.shape[:-1]), atol=1e-3, rtol=0)  # up to rms_norm's eps
+
+
+def test_qk_norm_off_leaves_the_projections_as_they_are():
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(16, 2, causal=True)
+    normed = MultiHeadAttention(16, 2, causal=True, qk_norm=True)
+    normed.load_state_dict(plain.state_dict())  # no new parameters
+    x = torch.randn(1, 5, 16)
+    assert not torch.allclose(plain(x)[0], normed(x)[0])
+
+
+def test_relu2_is_relu_squared():
+    torch.manual_seed(0)
+    ffn = FeedForward(8, 32, activation="relu2")
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(ffn(x), ffn.fc_out(F.relu(ffn.fc_in(x)) ** 2))
+
+
+def test_logit_softcap_squashes_the_logits_within_the_cap():
+    torch.manual_seed(0)
+    plain = TransformerLM(TransformerConfig(**SMALL))
+    capped = TransformerLM(TransformerConfig(**SMALL, logit_softcap=0.5))
+    capped.load_state_dict(plain.state_dict())
+    idx = torch.randint(11, (2, 10))
+    logits = capped(idx)
+    assert logits.abs().max() < 0.5
+    torch.testing.assert_close(logits, 0.5 * torch.tanh(plain(idx) / 0.5))
+
+
+@pytest.mark.parametrize("option", [dict(qk_norm=True), dict(logit_softcap=30.0), dict(activation="relu2")])
+def test_gpt2_export_refuses_what_gpt2_cannot_hold(option, tmp_path):
+    model = TransformerLM(TransformerConfig(**SMALL, **option))
+    with pytest.raises(InvalidValue, match="cannot export") as e:
+        export_gpt2(model, tmp_path / "out")
+    assert "\n" not in str(e.value) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("bad", [dict(logit_softcap=0), dict(logit_softcap=-1.0), dict(logit_softcap=math.inf),
+                                 dict(logit_softcap=True), dict(qk_norm="yes"), dict(activation="swish")])
+def test_bad_option_values_are_one_line_errors(bad):
+    with pytest.raises(InvalidValue) as e:
+        TransformerConfig(**SMALL, **bad)
+    assert next(iter(bad)) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_config_saved_before_these_options_loads_with_them_off():
+    saved = TransformerConfig(**SMALL).to_dict()
+    for name in ("qk_norm", "logit_softcap"):
+        saved.pop(name)
+    cfg = TransformerConfig.from_dict(saved)
+    assert cfg.qk_norm is False and cfg.logit_softcap is None
