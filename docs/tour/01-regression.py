@@ -93,8 +93,11 @@
 # %matplotlib inline
 import matplotlib.pyplot as plt
 import torch
+from sklearn.linear_model import LinearRegression as SklearnLinearRegression
 
 import redthread as rt
+from redthread.data.regression import RegressionData
+from redthread.train.loop import train
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # tiny models: one thread beats two that wait on each other
@@ -126,8 +129,6 @@ print(X.shape, y.shape)
 # 以及正规方程 $\big(A^\top A\big)\,\theta = A^\top y$（其中 $A = [x, 1]$，$\theta = (w, b)$）都应该给出同样的数。
 
 # %%
-from sklearn.linear_model import LinearRegression as SklearnLinearRegression
-
 ols = rt.LinearRegression().fit(X, y)
 sk = SklearnLinearRegression().fit(X.numpy(), y.numpy())
 A = torch.cat([X.double(), torch.ones(len(X), 1, dtype=torch.float64)], 1)  # (n, 2): [x, 1]
@@ -303,10 +304,6 @@ plt.show()
 # 三者都在 400 个留出点上计算平均 NLL，并在网格上与真实的 $\sin 2x$ 比较（估计均值的均方根误差）。
 
 # %%
-from redthread.data.regression import RegressionData
-from redthread.train.loop import train
-
-
 def draw_sine(n):
     x = torch.empty(n).uniform_(-3, 3, generator=gen)
     y = torch.sin(2 * x) + (0.1 + 0.15 * x.abs()) * torch.randn(n, generator=gen)
