@@ -257,12 +257,12 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown] lang="en"
-# 96.5% of the held-out points fall inside the 95% interval: close to the promised 95%, and the small excess
+# 96.45% of the held-out points fall inside the 95% interval: close to the promised 95%, and the small excess
 # comes from $\hat\sigma^2$ (0.2787) being a little above the true 0.25, which widens the band. A held-out
 # NLL of about 0.70 nats per point is what a Gaussian with this variance scores; $R^2$ is 0.93.
 
 # %% [markdown] lang="zh"
-# 留出的点中有 96.5% 落在 95% 区间之内：与承诺的 95% 很接近，多出的一点是因为 $\hat\sigma^2$（0.2787）略大于真实的
+# 留出的点中有 96.45% 落在 95% 区间之内：与承诺的 95% 很接近，多出的一点是因为 $\hat\sigma^2$（0.2787）略大于真实的
 # 0.25，把区间撑宽了一些。每个留出点的 NLL 约为 0.70 奈特，正是这个方差的高斯分布应有的水平；$R^2$ 为 0.93。
 
 # %% [markdown] lang="en"

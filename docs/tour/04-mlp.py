@@ -273,7 +273,8 @@ print("training names: mean length", round(sum(map(len, names["train"])) / len(n
 #
 # The window still has a hard edge: whatever lies more than 8 characters back cannot inform the prediction at
 # all, and the window must be chosen before training. The next rung removes the window, folding the whole past
-# into a state carried from step to step: the recurrent network, and what goes wrong with it.
+# into a state carried from step to step: the recurrent network, and what goes wrong with it. (This rung,
+# larger and trained longer, beside every other rung on the same names: [the measured ladder](../ladder.md).)
 
 # %% [markdown] lang="zh"
 # MLP 生成的名字大多数（200 个里有 157 个）是新的，读起来也像名字；另有 42 个是训练名单里的真实名字。
@@ -282,6 +283,7 @@ print("training names: mean length", round(sum(map(len, names["train"])) / len(n
 #
 # 窗口仍有一条硬边界：8 个字符之前的内容对预测毫无影响，而且窗口大小必须在训练前定好。
 # 下一级阶梯去掉了窗口，把全部过去折叠进一个逐步传递的状态里：这就是循环神经网络，以及它会遇到的问题。
+# （规模更大、训练更久的这一级模型，与其他各级在同一份名字数据上的对比，见[实测的阶梯](../ladder.md)。）
 
 # %% [markdown] lang="en"
 # ## Try this
