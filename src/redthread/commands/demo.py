@@ -5,6 +5,12 @@ measures its validation bits per character beside two count-based baselines fitt
 same split (unigram: no context; bigram: one character of context), prints a few top-p
 samples from the learned P(next character | context), and leaves a run folder that
 `redthread sample` can use.
+
+The budget holds on any machine: the training is scheduled on the clock (warm-up and decay are
+fractions of its seconds, `TrainConfig.max_time`), so a slow machine gets fewer steps but a
+whole schedule; the validation text scored is what the measured speed scores in a fixed share
+of the budget (all of it on a quiet laptop), the same text for the baselines; and the plan is
+printed before any of it starts.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from redthread.data.lm import load_splits
+from redthread.data.dataset import TokenSplit
+from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
 from redthread.generate.config import SampleConfig
 from redthread.generate.sampler import generate
@@ -24,34 +31,51 @@ from redthread.models.likelihoods import token_nll
 from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.language_model import train_language_model
-from redthread.train.loop import TrainConfig, make_optimizer, resolve_device
+from redthread.train.loop import TrainConfig, evaluate, make_optimizer, resolve_device
 from redthread.train.run_folder import RunFolder
 
 MODEL = dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0, pos="rope")
-TRAIN = dict(batch_size=24, lr=2e-3, min_lr=2e-4, warmup_iters=100, eval_interval=250, eval_batches=10, log_interval=10)
+TRAIN = dict(batch_size=24, lr=2e-3, min_lr=2e-4, warmup_frac=0.05, eval_interval=10**9, eval_batches=10, log_interval=10)
+SCORING_SHARE = 0.12  # of the budget, at most, for scoring the Transformer on validation text
+SAMPLE_TOKENS = 240
+SPEAKERS = ("ROMEO.", "JULIET.", "HAMLET.")  # each sample starts as a speech of one of them
 
 
-def steps_per_second(vocab_size: int, device: torch.device, batch_size: int) -> float:
-    """Time a few training steps of the demo model on random tokens, to size the run to the budget."""
+def measure_speed(vocab_size: int, device: torch.device, batch_size: int) -> tuple[float, float, float]:
+    """Seconds per training step, tokens scored per second and seconds per sampled token, from a few
+    steps on random tokens."""
     model = TransformerLM(TransformerConfig(vocab_size=vocab_size, **MODEL)).to(device)
     opt = make_optimizer(model, TrainConfig(), device)
     x = torch.randint(vocab_size, (batch_size, MODEL["block_size"]), device=device)
-    times = []
-    for i in range(8):
+    steps, forwards = [], []
+    for _ in range(4):
         t = time.perf_counter()
         token_nll(model(x), x).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if i >= 3:  # the first steps warm up allocators and kernels
-            times.append(time.perf_counter() - t)
-    return 1.0 / sorted(times)[len(times) // 2]
+        _sync(device)
+        steps.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        with torch.inference_mode():
+            model(x)
+        _sync(device)
+        forwards.append(time.perf_counter() - t)
+    step = sorted(steps[1:])[1]  # the median of the last three: the first step warms up allocators and kernels
+    forward = sorted(forwards[1:])[1]
+    t = time.perf_counter()
+    generate(model.eval(), x[:1, :1], 16, sampling=SampleConfig(seed=0))
+    return step, x.numel() / forward, (time.perf_counter() - t) / 16
 
 
-def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto", progress: bool = True, say=print) -> dict:
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto", progress: bool | str = True, say=print) -> dict:
     if not minutes > 0:
         raise RedthreadError(f"--minutes must be positive, got {minutes}")
+    t_start = time.perf_counter()
     device_ = resolve_device(device)
     out = Path(out) if out else Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
     RunFolder(out, resume=False, overwrite=False)  # refuses a folder that holds a run, before spending any time
@@ -61,38 +85,55 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     train_split, val_split, tokenizer = load_splits(None, "char", None)
     train_tokens, val_tokens = train_split.tokens, val_split.tokens
     say(f"corpus: {len(train_tokens):,} training / {len(val_tokens):,} validation characters "
-          f"(validation = 4 whole plays), vocabulary {tokenizer.vocab_size} characters; device: {device_}")
+        f"(validation = 4 whole plays), vocabulary {tokenizer.vocab_size} characters; device: {device_}")
 
-    # leave ~20% of the budget for start-up, the final evaluation over every validation character and sampling
-    budget = minutes * 60 * 0.8
-    rate = steps_per_second(tokenizer.vocab_size, device_, TRAIN["batch_size"])
-    max_iters = max(50, int(budget * rate))
-    say(f"training for {max_iters} steps (~{max_iters / rate / 60:.1f} min at {rate:.1f} steps/s)\n")
+    # the plan: scoring gets what the measured speed scores in its share; training gets the rest
+    budget = minutes * 60
+    step_s, score_rate, token_s = measure_speed(tokenizer.vocab_size, device_, TRAIN["batch_size"])
+    block = MODEL["block_size"]
+    scored = min(len(val_tokens), max(block, int(score_rate * SCORING_SHARE * budget) // block * block))
+    scoring_s = scored / score_rate
+    sampling_s = len(SPEAKERS) * SAMPLE_TOKENS * token_s
+    setup_s = time.perf_counter() - t_start
+    training_s = max(budget - setup_s - scoring_s - sampling_s - 2.0, 0.25 * budget)  # 2 s: counting the baselines
+    part = "every validation character" if scored == len(val_tokens) else f"the first {scored:,} validation characters"
+    say(f"plan, about {minutes:g} min in all: {setup_s:.0f} s setting up (done), {training_s:.0f} s training "
+        f"(~{training_s / step_s:,.0f} steps at {1 / step_s:.1f} steps/s), ~{scoring_s:.0f} s scoring {part} "
+        f"once, ~{sampling_s + 2:.0f} s counting the baselines and writing\n")
 
     run = train_language_model(
-        out, None, "char", None, MODEL, {**TRAIN, "max_iters": max_iters, "device": device},
-        progress=progress, log=say,
+        out, None, "char", None, MODEL, {**TRAIN, "max_time": training_s, "max_iters": 10**9, "device": device},
+        progress=progress, log=say, score=False, announce=False,
     )
-    ln2 = math.log(2)
+    part_split = TokenSplit(val_tokens[:scored], scored * val_split.n_chars // len(val_tokens), val_split.name)
+    t = time.perf_counter()
+    nll = evaluate(run.model, LMData(train_split, part_split, block), "val", batch_size=64)["nll"]
+    say(f"scored {scored:,} validation characters in {time.perf_counter() - t:.0f} s")
+
     rows = []
     for order, name in ((1, "unigram counts (no context)"), (2, "bigram counts (1 character)")):
         counts = NGramLM(NGramConfig(vocab_size=tokenizer.vocab_size, order=order, k=1.0))
-        nll = counts.fit_stream(train_tokens).nll_stream(val_tokens)
-        rows.append((name, tokenizer.vocab_size ** order - tokenizer.vocab_size ** (order - 1), nll))
-    n_params = sum(p.numel() for p in run.model.parameters())
-    rows.append((f"Transformer ({MODEL['block_size']} characters)", n_params, run.final["nll"]))
-
-    say("\nvalidation split, every character scored once:")
+        rows.append((name, tokenizer.vocab_size ** order, counts.fit_stream(train_tokens).nll_stream(val_tokens[:scored])))
+    n_params = sum(p.numel() for p in run.model.parameters())  # every weight once (the tied output layer is the embedding)
+    rows.append((f"Transformer ({block} characters)", n_params, nll))
+    ln2 = math.log(2)
+    say(f"\n{part} scored once (nats and bits per character; parameters: every number the model learns):")
     say(f"{'model':34s} {'parameters':>11s} {'nats/char':>10s} {'bits/char':>10s} {'perplexity':>11s}")
-    for name, n, nll in rows:
-        say(f"{name:34s} {n:>11,} {nll:>10.3f} {nll / ln2:>10.3f} {math.exp(nll):>11.2f}")
+    for name, n, value in rows:
+        say(f"{name:34s} {n:>11,} {value:>10.3f} {value / ln2:>10.3f} {math.exp(value):>11.2f}")
+    bigram = rows[1][2]
+    verdict = "" if nll < bigram else " (no better: the run was too short to learn; try --minutes 5)"
+    say(f"\nthe Transformer predicts the next character with {nll / ln2:.1f} bits; counting pairs of characters "
+        f"needs {bigram / ln2:.1f}{verdict}")
 
-    say("\nsamples (top-p 0.9, temperature 0.8; three in one batch):")
+    say("\nsamples (top-p 0.9, temperature 0.8), each started with a speaker's name:")
     model = run.model.eval()
-    prompt = torch.tensor([run.tokenizer.encode("\n")], device=next(model.parameters()).device)  # (1, 1)
-    samples = generate(model, prompt, 240, sampling=SampleConfig(temperature=0.8, top_p=0.9, seed=0), num_samples=3)
-    for i, row in enumerate(samples[:, 1:].tolist()):  # (3, 240): what follows the newline
-        say(f"--- sample {i + 1} ---\n{run.tokenizer.decode(row).rstrip()}\n")
-    say(f"run folder: {out}  (checkpoint.safetensors, metrics.jsonl, loss.png)")
+    dev = next(model.parameters()).device
+    for i, speaker in enumerate(SPEAKERS):
+        prompt = torch.tensor([run.tokenizer.encode(f"\n\n{speaker}\n")], device=dev)  # (1, P)
+        sample = generate(model, prompt, SAMPLE_TOKENS, sampling=SampleConfig(temperature=0.8, top_p=0.9, seed=i))
+        say(f"--- sample {i + 1} ---\n{run.tokenizer.decode(sample[0, 2:].tolist()).rstrip()}\n")
+    say(f"run folder: {out}  (checkpoint.safetensors, metrics.jsonl, loss.png); {time.perf_counter() - t_start:.0f} s in all")
     say(f"more: redthread sample --checkpoint {out} --prompt 'ROMEO.' --top-p 0.9")
-    return {"run_dir": str(out), "baselines": {r[0]: r[2] for r in rows[:2]}, "val_nll": run.final["nll"], "steps": run.result.step}
+    return {"run_dir": str(out), "baselines": {r[0]: r[2] for r in rows[:2]}, "val_nll": nll, "scored": scored,
+            "steps": run.result.step, "seconds": time.perf_counter() - t_start}

@@ -74,13 +74,19 @@ def train_language_model(
     overwrite: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = lambda s: None,
+    score: bool = True,
+    announce: bool = True,
 ) -> TrainedRun:
+    """`score`: end with the NLL of every validation token (`final`; empty when False, for a caller
+    that scores a part itself); `announce`: log the model and the settings before training."""
     out = Path(out)
     with RunFolder(out, resume, overwrite) as folder:  # a failure before the first checkpoint leaves an old run as it was
-        return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log)
+        return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log,
+                      score, announce)
 
 
-def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log) -> TrainedRun:
+def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log,
+           score, announce) -> TrainedRun:
     out = folder.out
     log = log if distributed.is_main() else lambda s: None
     model_overrides, train_overrides = dict(model_overrides or {}), dict(train_overrides or {})
@@ -107,16 +113,18 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
     model = TransformerLM(cfg)
     check_disk(folder.write_dir, model)
-    log(f"model: {model.num_params():,} parameters (without embeddings); {plural(cfg.n_layer, 'layer')}, "
-        f"{plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
-    log(f"model settings: {settings_line(cfg)}")
-    log(f"training settings: {settings_line(train_cfg)}")
+    if announce:
+        log(f"model: {model.num_params():,} parameters (without embeddings); {plural(cfg.n_layer, 'layer')}, "
+            f"{plural(cfg.n_head, 'head')}, d_model {cfg.d_model}, context {cfg.block_size}, vocab {cfg.vocab_size}")
+        log(f"model settings: {settings_line(cfg)}")
+        log(f"training settings: {settings_line(train_cfg)}")
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
                    progress=progress, log=log, extra=extra, publish=folder.publish)
-    # every validation token, once: timed apart, since it is no part of the training (or its time budget)
-    log(f"scoring the whole validation split: {len(lm_data.split('val').tokens):,} tokens, each once")
-    t = time.perf_counter()
-    final = evaluate(model, lm_data, "val", batch_size=64)
-    final["seconds"] = time.perf_counter() - t
+    final = {}
+    if score:  # every validation token, once: timed apart, since it is no part of the training (or its time budget)
+        log(f"scoring the whole validation split: {len(lm_data.split('val').tokens):,} tokens, each once")
+        t = time.perf_counter()
+        final = evaluate(model, lm_data, "val", batch_size=64)
+        final["seconds"] = time.perf_counter() - t
     return TrainedRun(out, model, tokenizer, lm_data, result, final, train_cfg)
