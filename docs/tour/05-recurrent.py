@@ -56,6 +56,7 @@
 # 前 90% 用于训练，后 10% 用于验证。
 
 # %%
+# %matplotlib inline
 from pathlib import Path
 
 import matplotlib.pyplot as plt

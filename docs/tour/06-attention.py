@@ -69,6 +69,7 @@
 # 真实的 $E[y \mid x] = \sin 2x + x/2$，比较核估计与直线拟合，并画出三个查询的权重 $\alpha_i(x)$。
 
 # %%
+# %matplotlib inline
 import math
 
 import matplotlib.pyplot as plt

@@ -46,6 +46,7 @@
 # 检验每个部件的作用，最后在 tiny Shakespeare 上训练组装好的模型，并与二元语法比较。
 
 # %%
+# %matplotlib inline
 import math
 from pathlib import Path
 
