@@ -56,7 +56,6 @@
 # 前 90% 用于训练，后 10% 用于验证。
 
 # %%
-# %matplotlib inline
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -65,6 +64,9 @@ import torch
 import redthread as rt
 from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus
 from redthread.experiments import rnn_gradients
+
+# %matplotlib inline
+# (after the imports: importing redthread.experiments selects matplotlib's file-only backend)
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
@@ -203,7 +205,7 @@ for label, logn in curves.items():
 fig, ax = plt.subplots(figsize=(6.5, 4))
 for label, logn in curves.items():
     ax.semilogy(range(1, K + 1), (logn - logn[0]).exp(), label=label, ls="--" if "LSTM" in label else "-")
-ax.set_xlabel("distance k = T − t (characters)")
+ax.set_xlabel("distance k = T − t (steps)")
 ax.set_ylabel("‖∂h_T/∂h_t‖ relative to k = 1")
 ax.grid(alpha=0.3, which="both")
 ax.legend(fontsize=8)

@@ -118,7 +118,7 @@ plt.show()
 # %% [markdown] lang="en"
 # Without positions the block's output is the reversed output, to float precision; with them it is not. The
 # right panel shows what the sinusoids give for free: $p_t \cdot p_{64}$ is largest at $t = 64$ and falls off
-# with the distance, a built-in hint that nearby positions are related. `rt.TransformerConfig(pos=...)` offers
+# with the distance (with ripples), a built-in hint that nearby positions are related. `rt.TransformerConfig(pos=...)` offers
 # the paper's `"sinusoidal"`, `"learned"` (one trained vector per position, as GPT-2 and BERT) and `"rope"`
 # (rotary: $q$ and $k$ are rotated by angles proportional to their positions, so that $q_i \cdot k_j$ depends on
 # $i - j$ only; Su et al. 2021). The [permutation experiment](../experiments/permutation/report.md) and the
@@ -127,7 +127,7 @@ plt.show()
 
 # %% [markdown] lang="zh"
 # 没有位置编码时，块的输出与倒序后的输出在浮点精度内完全相同；加上位置编码就不再相同。右图展示了正弦编码"白送"的东西：
-# $p_t \cdot p_{64}$ 在 $t = 64$ 处最大，并随距离增大而减小——这是一个内置的提示：相邻的位置彼此相关。
+# $p_t \cdot p_{64}$ 在 $t = 64$ 处最大，并随距离增大而（波动着）减小——这是一个内置的提示：相邻的位置彼此相关。
 # `rt.TransformerConfig(pos=...)` 提供论文里的 `"sinusoidal"`、`"learned"`（每个位置一个可训练的向量，GPT-2 和 BERT 的做法）
 # 和 `"rope"`（旋转位置编码：按位置成比例的角度旋转 $q$ 和 $k$，使 $q_i \cdot k_j$ 只依赖于 $i - j$；Su 等，2021）。
 # [置换实验](../experiments/permutation/report.md)和[局部性实验](../experiments/locality/report.md)在训练好的模型上检验了 C8；
@@ -372,8 +372,9 @@ plt.show()
 
 # %% [markdown] lang="zh"
 # 在这 400 步之内，三个模型都超过了二元语法；旋转位置编码直接把相对距离交给注意力，学得快得多。训练这么短时，
-# 正弦位置编码并不比不加位置编码更好；而没有位置编码的模型也并非无能为力：在因果掩码下，一个位置仍然能知道自己看得到多少个位置。下面先看旋转位置编码的模型写出的文字，再看它第二个块的四个头
-# 怎样看同一行文本：每一行是一个字符在它之前各字符上的分布。
+# 正弦位置编码并不比不加位置编码更好；而没有位置编码的模型也并非无能为力：在因果掩码下，一个位置仍然能知道自己
+# 看得到多少个位置。下面先看旋转位置编码的模型写出的文字，再看它第二个块的四个头怎样看同一行文本：
+# 每一行是一个字符在它之前各字符上的分布。
 
 # %%
 lm = runs["rope"][0].eval()
@@ -395,15 +396,17 @@ for h, ax in enumerate(axes):
 plt.show()
 
 # %% [markdown] lang="en"
-# The heads differ: some keep a sharp diagonal just below the main one (the previous character or two), others
-# spread their weight further back. Whether heads really specialise, and whether they behave like an ensemble as
+# After 400 steps every head looks mostly at the last few characters, but not in the same way: heads 0 and 3 put
+# nearly all of a row's weight on one character, the current one or one just before it, while heads 1 and 2
+# spread it over a few characters further back. Whether heads really specialise, and whether they behave like an ensemble as
 # the essay says, is tested in the [heads](../experiments/heads/report.md) and
 # [ensemble](../experiments/ensemble/report.md) experiments: they specialise, but they are not interchangeable
 # members of an ensemble (C9 holds in part). Chapter 8 trains this model properly and samples from it; chapter 9
 # looks inside larger ones.
 
 # %% [markdown] lang="zh"
-# 各个头并不相同：有的在主对角线下方保持一条清晰的斜线（看前一两个字符），有的把权重铺得更远。多个头是否真的各有分工、
+# 训练 400 步之后，每个头主要都在看最近的几个字符，但看法不同：头 0 和头 3 几乎把一行的全部权重放在一个字符上
+# （当前字符或紧挨在它前面的字符），头 1 和头 2 则把权重分散到更靠前的几个字符上。多个头是否真的各有分工、
 # 是否像原文说的那样像一个集成，由[多头实验](../experiments/heads/report.md)和[集成实验](../experiments/ensemble/report.md)检验：
 # 它们确实各有分工，但并不是集成里可以互相替代的成员（C9 部分成立）。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。
 
