@@ -20,13 +20,13 @@
 # character at a time and folds each into a hidden state $h_t \in \mathbb{R}^H$,
 #
 # $$h_t = \tanh\left(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh}\right), \qquad
-#   P(x_{t+1} \mid x_1, \dots, x_t) = \mathrm{softmax}(W_o h_t + b_o),$$
+#   P(w_{t+1} \mid w_1, \dots, w_t) = \mathrm{softmax}(W_o h_t + b_o),$$
 #
-# where $x_t$ is the embedding of character $t$ and $h_0 = 0$. In principle the next-character distribution
-# now depends on the **whole** past, and the model is trained exactly like every rung before it: by maximum
-# likelihood, minimising the mean cross-entropy $-\frac1T\sum_t \log P(x_{t+1} \mid x_{\le t})$.
+# where $w_t$ is the $t$-th character, $x_t$ its embedding and $h_0 = 0$. In principle the next-character
+# distribution now depends on the **whole** past, and the model is trained exactly like every rung before it: by
+# maximum likelihood, minimising the mean cross-entropy $-\frac1T\sum_t \log P(w_{t+1} \mid w_{\le t})$.
 #
-# The essay names three things that go wrong, and this chapter shows each in numbers:
+# The essay names three things that go wrong, and this chapter shows each in code or in numbers:
 #
 # - the past reaches the present through a product of Jacobians, so over long distances the gradient
 #   **vanishes or explodes** ([C3](../claims.md));
@@ -41,16 +41,16 @@
 # 去掉了这个窗口：它一次读一个字符，把每个字符"折叠"进隐状态 $h_t \in \mathbb{R}^H$：
 #
 # $$h_t = \tanh\left(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh}\right), \qquad
-#   P(x_{t+1} \mid x_1, \dots, x_t) = \mathrm{softmax}(W_o h_t + b_o),$$
+#   P(w_{t+1} \mid w_1, \dots, w_t) = \mathrm{softmax}(W_o h_t + b_o),$$
 #
-# 其中 $x_t$ 是第 $t$ 个字符的词嵌入，$h_0 = 0$。这样一来，下一个字符的条件分布在原则上取决于**全部**过去；
-# 训练方法也和前面每一级完全相同：最大似然，即最小化平均交叉熵 $-\frac1T\sum_t \log P(x_{t+1} \mid x_{\le t})$。
+# 其中 $w_t$ 是第 $t$ 个字符，$x_t$ 是它的词嵌入，$h_0 = 0$。这样一来，下一个字符的条件分布在原则上取决于**全部**过去；
+# 训练方法也和前面每一级完全相同：最大似然，即最小化平均交叉熵 $-\frac1T\sum_t \log P(w_{t+1} \mid w_{\le t})$。
 #
-# 原文指出了 RNN 的三个问题，本章用数字把它们逐一展示出来：
+# 原文指出了 RNN 的三个问题，本章用代码或数字把它们逐一展示出来：
 #
 # - 过去对现在的影响要经过一串雅可比矩阵的连乘，距离一长，梯度就会**消失或爆炸**（[C3](../claims.md)）；
 # - $h_t$ 必须等 $h_{t-1}$ 算完：各个时间步只能**串行**计算，无法并行（[C4](../claims.md)）；
-# - 不管过去有多长，都要被压缩进**$H$ 个数**里（[C5](../claims.md)）。
+# - 不管过去有多长，都要被压缩进 **$H$ 个数** 里（[C5](../claims.md)）。
 #
 # 数据用 tiny Shakespeare（莎士比亚剧本中的 40,000 行，共 65 个不同字符），按 nanoGPT 的方式划分：
 # 前 90% 用于训练，后 10% 用于验证。

@@ -48,8 +48,9 @@
 #
 # Read it as attention: the **query** is the new $x$, the **keys** are the training inputs $x_i$, the
 # **values** are the training targets $y_i$, and the weights are a softmax of a similarity. `rt.NadarayaWatson`
-# is exactly this. Its one parameter, the width $h$, is learned by maximum likelihood (each training point is
-# predicted from the others, leave-one-out, else $h \to 0$ would copy every target). Below: 200 noisy points
+# is exactly this, and it returns a predictive Gaussian whose variance is the weighted spread of the attended
+# targets plus a noise floor. The width $h$ and that floor are its only parameters, learned by maximum likelihood
+# (each training point is predicted from the others, leave-one-out, else $h \to 0$ would copy every target). Below: 200 noisy points
 # from $E[y \mid x] = \sin 2x + x/2$, the kernel estimate against a straight line, and the weights
 # $\alpha_i(x)$ for three queries.
 
@@ -64,7 +65,8 @@
 #   = \mathrm{softmax}_i\!\left(-\frac{\|x - x_i\|^2}{2h^2}\right).$$
 #
 # 把它当作注意力来读：**查询**（query）是新的 $x$，**键**（key）是训练输入 $x_i$，**值**（value）是训练目标 $y_i$，
-# 权重是相似度的 softmax。`rt.NadarayaWatson` 就是这个模型。它唯一的参数是宽度 $h$，用最大似然学出来
+# 权重是相似度的 softmax。`rt.NadarayaWatson` 就是这个模型；它给出的预测分布是高斯分布，方差等于被关注的训练目标的加权离散度
+# 再加上一个噪声下限。宽度 $h$ 和这个噪声下限是它仅有的参数，用最大似然学出来
 # （每个训练点都由其余的点来预测，即留一法；否则 $h \to 0$ 会把每个目标原样抄下来）。下面取 200 个带噪声的点，
 # 真实的 $E[y \mid x] = \sin 2x + x/2$，比较核估计与直线拟合，并画出三个查询的权重 $\alpha_i(x)$。
 
