@@ -1,0 +1,428 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] lang="en"
+# # 7 · The Transformer, piece by piece
+
+# %% [markdown] lang="zh"
+# # 第 7 章 · 逐个部件搭起 Transformer
+
+# %% [markdown] lang="en"
+# Chapter 6 ended with one attention operation. The Transformer (Vaswani et al. 2017) turns it into a model with
+# four more pieces, each answering a problem the essay names: **positions**, because attention alone cannot
+# tell order ([C8](../claims.md)); **several heads**, so that different kinds of dependency are looked up in
+# different subspaces ([C9](../claims.md)); a **position-wise feed-forward network**, to process what attention
+# has gathered ([C10](../claims.md)); and **residual connections with LayerNorm**, so that a deep stack still
+# trains ([C11](../claims.md)). A decoder-only language model (GPT's layout, `rt.TransformerLM`) is
+#
+# $$x^{(0)}_t = E[w_t] + p_t, \qquad
+#   \begin{aligned} a &= x + \mathrm{MHA}(\mathrm{LN}(x)) \\ x' &= a + \mathrm{FFN}(\mathrm{LN}(a)) \end{aligned}
+#   \ \ \text{(each of } N \text{ blocks)}, \qquad
+#   P(w_{t+1} \mid w_{\le t}) = \mathrm{softmax}\!\left(\mathrm{LN}(x^{(N)}_t)\, E^\top\right),$$
+#
+# with $E$ the token embedding (shared with the output layer), $p_t$ the position's vector and a causal mask in
+# every attention. This chapter builds each piece from the library's layers, checks what it is for, then trains
+# the assembled model on tiny Shakespeare against the bigram.
+
+# %% [markdown] lang="zh"
+# 第 6 章最后得到的是一次注意力运算。Transformer（Vaswani 等，2017）再加上四个部件，把它变成一个模型；每个部件都对应原文指出的一个问题：
+# **位置编码**，因为注意力本身分不清顺序（[C8](../claims.md)）；**多个头**，让不同类型的依赖在不同的子空间里分别查找
+# （[C9](../claims.md)）；**逐位置的前馈网络**，加工注意力汇聚来的信息（[C10](../claims.md)）；**残差连接和层归一化**，
+# 让很深的堆叠依然可以训练（[C11](../claims.md)）。只有解码器的语言模型（GPT 的结构，`rt.TransformerLM`）是
+#
+# $$x^{(0)}_t = E[w_t] + p_t, \qquad
+#   \begin{aligned} a &= x + \mathrm{MHA}(\mathrm{LN}(x)) \\ x' &= a + \mathrm{FFN}(\mathrm{LN}(a)) \end{aligned}
+#   \ \ \text{（共 } N \text{ 个块，每块如此）}, \qquad
+#   P(w_{t+1} \mid w_{\le t}) = \mathrm{softmax}\!\left(\mathrm{LN}(x^{(N)}_t)\, E^\top\right),$$
+#
+# 其中 $E$ 是词嵌入矩阵（与输出层共享），$p_t$ 是该位置的位置向量，每个注意力都带因果掩码。本章用库里的层逐个搭出这些部件，
+# 检验每个部件的作用，最后在 tiny Shakespeare 上训练组装好的模型，并与二元语法比较。
+
+# %%
+# %matplotlib inline
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+import redthread as rt
+from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus
+
+torch.manual_seed(0)
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+
+TEXT = Path(rt.__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt"  # shipped with the repository
+corpus = load_corpus(TEXT)
+train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
+tok = CharTokenizer.from_text(corpus.text)
+train = TokenSplit(tok.encode_array(train_text), len(train_text), "train")
+val = TokenSplit(tok.encode_array(val_text), len(val_text), "validation")
+V = tok.vocab_size
+print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tokens))
+
+# %% [markdown] lang="en"
+# ## Positions: attention alone does not see order
+#
+# Self-attention treats its input as a *set*: every position is compared with every other by the same
+# $q \cdot k$, whatever their places. So if the input rows are permuted, the output rows are permuted the same way
+# and nothing else changes (permutation equivariance). "dog bites man" and "man bites dog" would get the same
+# vectors, only reordered. Below, one whole encoder block (attention, FFN, residuals, LayerNorm; no mask) on a
+# sequence and on its reversal. Then the paper's fix: add to each position a fixed vector
+#
+# $$p_{t,2m} = \sin\!\left(t / 10000^{2m/d}\right), \qquad p_{t,2m+1} = \cos\!\left(t / 10000^{2m/d}\right),$$
+#
+# which differs from position to position, so the same token at two places is no longer the same input.
+
+# %% [markdown] lang="zh"
+# ## 位置编码：注意力本身看不到顺序
+#
+# 自注意力把输入当作一个*集合*：每个位置都用同样的 $q \cdot k$ 与其他所有位置比较，而不管它们在哪里。因此，
+# 如果把输入的各行换个顺序，输出的各行也会按同样的方式换序，除此之外什么都不变（置换等变性）。"狗咬人"和"人咬狗"
+# 会得到同样的一组向量，只是顺序不同。下面把一个完整的编码器块（注意力、前馈网络、残差、层归一化，不加掩码）
+# 分别作用在一个序列和它的倒序上。然后是论文的办法：给每个位置加上一个固定的向量
+#
+# $$p_{t,2m} = \sin\!\left(t / 10000^{2m/d}\right), \qquad p_{t,2m+1} = \cos\!\left(t / 10000^{2m/d}\right),$$
+#
+# 它随位置而变，于是同一个词出现在两个地方时，输入就不再相同。
+
+# %%
+T, d = 16, 64
+block = rt.EncoderBlock(d_model=d, n_head=4, d_ff=4 * d).eval()
+x = torch.randn(1, T, d)  # (B, T, C): token vectors, no positions
+perm = torch.arange(T).flip(0)  # reverse the sequence
+pe = rt.SinusoidalPositionalEncoding(block_size=T, d_model=d)(0, T)  # (T, C): p_0 .. p_{T-1}
+
+with torch.no_grad():
+    no_pos = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
+    with_pos = (block(x[:, perm] + pe) - block(x + pe)[:, perm]).abs().max().item()
+print("reversed input vs reversed output, no positions:  ", no_pos)
+print("reversed input vs reversed output, with positions:", round(with_pos, 3))
+
+table = rt.SinusoidalPositionalEncoding(block_size=128, d_model=d)(0, 128)  # (128, C)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
+ax1.imshow(table.T, aspect="auto", cmap="RdBu")
+ax1.set(xlabel="position t", ylabel="dimension", title="sinusoidal encoding p_t")
+ax2.plot(table @ table[64], ".-", ms=3)
+ax2.set(xlabel="position t", ylabel="p_t · p_64", title="similarity to position 64")
+plt.show()
+
+# %% [markdown] lang="en"
+# Without positions the block's output is the reversed output, to float precision; with them it is not. The
+# right panel shows what the sinusoids give for free: $p_t \cdot p_{64}$ is largest at $t = 64$ and falls off
+# with the distance (with ripples), a built-in hint that nearby positions are related. `rt.TransformerConfig(pos=...)` offers
+# the paper's `"sinusoidal"`, `"learned"` (one trained vector per position, as GPT-2 and BERT) and `"rope"`
+# (rotary: $q$ and $k$ are rotated by angles proportional to their positions, so that $q_i \cdot k_j$ depends on
+# $i - j$ only; Su et al. 2021). The [permutation experiment](../experiments/permutation/report.md) and the
+# [locality experiment](../experiments/locality/report.md) test C8 on trained models; the training run at the end
+# of this chapter compares the three choices.
+
+# %% [markdown] lang="zh"
+# 没有位置编码时，块的输出与倒序后的输出在浮点精度内完全相同；加上位置编码就不再相同。右图展示了正弦编码"白送"的东西：
+# $p_t \cdot p_{64}$ 在 $t = 64$ 处最大，并随距离增大而（波动着）减小——这是一个内置的提示：相邻的位置彼此相关。
+# `rt.TransformerConfig(pos=...)` 提供论文里的 `"sinusoidal"`、`"learned"`（每个位置一个可训练的向量，GPT-2 和 BERT 的做法）
+# 和 `"rope"`（旋转位置编码：按位置成比例的角度旋转 $q$ 和 $k$，使 $q_i \cdot k_j$ 只依赖于 $i - j$；Su 等，2021）。
+# [置换实验](../experiments/permutation/report.md)和[局部性实验](../experiments/locality/report.md)在训练好的模型上检验了 C8；
+# 本章最后的训练会比较这三种选择。
+
+# %% [markdown] lang="en"
+# ## Several heads
+#
+# One attention gives each position one distribution over the others. Multi-head attention runs $H$ of them
+# side by side, each in its own subspace of size $d_{\text{head}} = d / H$, and mixes the results:
+#
+# $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{(X W_Q^h)(X W_K^h)^\top}{\sqrt{d_{\text{head}}}}\right) X W_V^h, \qquad
+#   \mathrm{MHA}(X) = [\mathrm{head}_1, \dots, \mathrm{head}_H]\, W_O.$$
+#
+# Each head can put its weight somewhere else: one on the previous character, one on the start of the word, and
+# so on. It costs nothing extra: the $H$ heads split the same $d \times d$ projections, so the parameter count
+# does not depend on $H$. `rt.MultiHeadAttention` returns the weights of every head when asked:
+
+# %% [markdown] lang="zh"
+# ## 多个头
+#
+# 一个注意力只给每个位置一个关于其他位置的分布。多头注意力并排运行 $H$ 个注意力，每个都在自己大小为
+# $d_{\text{head}} = d / H$ 的子空间里，最后再把结果混合起来：
+#
+# $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{(X W_Q^h)(X W_K^h)^\top}{\sqrt{d_{\text{head}}}}\right) X W_V^h, \qquad
+#   \mathrm{MHA}(X) = [\mathrm{head}_1, \dots, \mathrm{head}_H]\, W_O.$$
+#
+# 每个头都可以把权重放在不同的地方：一个看前一个字符，一个看词的开头，等等。这并不额外花钱：$H$ 个头瓜分的是同一组
+# $d \times d$ 的投影矩阵，所以参数量与 $H$ 无关。`rt.MultiHeadAttention` 可以按要求返回每个头的权重：
+
+# %%
+for n_head in (1, 4, 16):
+    mha = rt.MultiHeadAttention(d_model=d, n_head=n_head, causal=True)
+    y, att = mha(x, need_weights=True)  # y (B, T, C); att (B, H, T, S)
+    print(f"n_head {n_head:2} | parameters {sum(p.numel() for p in mha.parameters()):,} | output {tuple(y.shape)}"
+          f" | weights {tuple(att.shape)} | rows sum to 1: {torch.allclose(att.sum(-1), torch.ones(()))}")
+
+# %% [markdown] lang="en"
+# ## The position-wise feed-forward network
+#
+# Attention mixes information *across* positions; it is a weighted average, linear in the values. The FFN then
+# transforms each position's vector on its own, non-linearly, with the same weights at every position:
+#
+# $$\mathrm{FFN}(x_t) = W_2\, \mathrm{GELU}(W_1 x_t + b_1) + b_2, \qquad W_1 \in \mathbb{R}^{4d \times d}.$$
+#
+# "Attention gathers, the FFN processes" ([C10](../claims.md)). Position-wise means exactly this: change the input
+# at one position and only that position's output changes.
+
+# %% [markdown] lang="zh"
+# ## 逐位置的前馈网络
+#
+# 注意力在位置*之间*混合信息；它是一个加权平均，对值而言是线性的。前馈网络随后对每个位置的向量单独做非线性变换，
+# 所有位置共用同一组权重：
+#
+# $$\mathrm{FFN}(x_t) = W_2\, \mathrm{GELU}(W_1 x_t + b_1) + b_2, \qquad W_1 \in \mathbb{R}^{4d \times d}.$$
+#
+# "注意力负责汇聚，前馈网络负责加工"（[C10](../claims.md)）。"逐位置"的意思正是：改动一个位置的输入，只有这个位置的输出会变。
+
+# %%
+ffn = rt.FeedForward(d_model=d, d_ff=4 * d)
+x2 = x.clone()
+x2[0, 5] = torch.randn(d)  # change position 5 only
+with torch.no_grad():
+    moved = (ffn(x2) - ffn(x)).abs().amax(-1)[0]  # (T,): how far each position's output moved
+print("positions whose output moved:", moved.nonzero().flatten().tolist())
+
+# %% [markdown] lang="en"
+# ## Residual connections and LayerNorm
+#
+# Each sublayer is wrapped as $x + \mathrm{Sublayer}(\mathrm{LN}(x))$ (**pre-norm**, GPT-2 and redthread's default)
+# or $\mathrm{LN}(x + \mathrm{Sublayer}(x))$ (**post-norm**, the original paper; `norm="post"`). LayerNorm rescales
+# each position's vector to mean 0 and variance 1 across its $d$ features (then applies a learned gain and bias),
+# so a sublayer's input keeps the same scale however the stream has drifted. The residual $x + \dots$ gives
+# every layer, and its gradient, a direct path around the sublayer. Take the residual away and stack the same
+# sublayers: attention averages, and averages of averages become alike. Below, at initialisation, the mean
+# cosine similarity between the vectors of different positions of a sequence after $N$ blocks:
+
+# %% [markdown] lang="zh"
+# ## 残差连接和层归一化
+#
+# 每个子层都被包装成 $x + \mathrm{Sublayer}(\mathrm{LN}(x))$（**前置归一化**，pre-norm，GPT-2 和 redthread 的默认做法），
+# 或者 $\mathrm{LN}(x + \mathrm{Sublayer}(x))$（**后置归一化**，post-norm，原论文的做法；`norm="post"`）。层归一化把每个位置的向量
+# 在其 $d$ 个特征上缩放到均值 0、方差 1（再乘上可学习的增益、加上偏置），所以无论残差流怎样漂移，子层的输入尺度都保持不变。
+# 残差 $x + \dots$ 让每一层及其梯度都有一条绕过子层的直达通路。如果去掉残差，把同样的子层堆起来：注意力做的是平均，
+# 平均的平均会越来越相像。下面在初始化状态下，计算 $N$ 个块之后，同一序列中不同位置的向量之间的平均余弦相似度：
+
+# %%
+ln = torch.nn.LayerNorm(d)
+drifted = 100 * torch.randn(T, d) + 7  # a stream whose scale has drifted
+with torch.no_grad():
+    normed = ln(drifted)  # (T, C)
+print(f"input: mean {drifted.mean():.1f}, std {drifted.std():.1f} | LayerNorm output: mean {normed.mean():.1e}, std {normed.std():.3f}")
+
+idx = torch.randint(V, (8, 32))  # (B, T) random characters
+
+
+def stack_output(model, residual):
+    """Run the model's blocks; without `residual`, the same sublayers with the skip connections removed."""
+    h = model.embed(idx)  # (B, T, C)
+    for b in model.blocks:
+        if residual:
+            h = b(h)
+        else:
+            h = b.self_attn(b.self_attn_res.norm(h))[0]
+            h = b.ffn(b.ffn_res.norm(h))
+    return h
+
+
+def mean_cosine(h):
+    """Mean cosine similarity between different positions of each sequence: 1 = every position alike."""
+    hn = F.normalize(h, dim=-1)
+    c = hn @ hn.transpose(1, 2)  # (B, T, T)
+    return c[:, ~torch.eye(c.size(-1), dtype=torch.bool)].mean().item()
+
+
+depths = [1, 2, 4, 8, 16]
+similarity = {"pre-norm": [], "post-norm": [], "pre-norm, no residual": []}
+with torch.no_grad():
+    for n_layer in depths:
+        for label, norm, residual in (("pre-norm", "pre", True), ("post-norm", "post", True),
+                                      ("pre-norm, no residual", "pre", False)):
+            torch.manual_seed(0)
+            deep = rt.TransformerLM(rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=n_layer, n_head=4,
+                                                         d_model=d, norm=norm))
+            similarity[label].append(mean_cosine(stack_output(deep, residual)))
+print("depth       ", depths)
+for label, values in similarity.items():
+    print(f"{label:22}", [round(v, 3) for v in values])
+
+# %% [markdown] lang="en"
+# With residuals, pre- or post-norm, different positions stay different at every depth. Without them, by depth 8
+# every position's vector points the same way (cosine about 1.0): the stack has lost which character stood
+# where, and no training signal can bring it back. The [depth experiment](../experiments/depth/report.md) trains
+# such stacks and finds the same on trained models (C11 holds). Pre-norm is the default here because it trains
+# deep stacks without a careful learning-rate warm-up (Xiong et al. 2020).
+
+# %% [markdown] lang="zh"
+# 有残差时，无论前置还是后置归一化，不同位置的向量在任何深度都保持不同。没有残差时，到第 8 层所有位置的向量都指向同一个方向
+# （余弦相似度约为 1.0）：这个堆叠已经丢掉了"哪个字符在哪里"的信息，任何训练信号都找不回来。
+# [深度实验](../experiments/depth/report.md)训练了这样的堆叠，在训练好的模型上得到同样的结论（C11 成立）。
+# 这里默认用前置归一化，因为它训练深层网络时不需要精心设计学习率预热（Xiong 等，2020）。
+
+# %% [markdown] lang="en"
+# ## Assembling `rt.TransformerLM` and counting its parameters
+#
+# `rt.TransformerConfig` names every choice above; `rt.TransformerLM` builds token embedding + positions, $N$
+# decoder blocks (causal multi-head attention and FFN, each with residual and LayerNorm), a final LayerNorm and the
+# output layer, whose weight is the token embedding's (`tie_weights=True`). With $d$ = `d_model`,
+# $d_{ff} = 4d$ and biases, a block holds $4d^2 + 4d$ (attention) $+ 2 d\, d_{ff} + d_{ff} + d$ (FFN) $+ 4d$ (two
+# LayerNorms). `num_params()` leaves out the embeddings by default, the count that compute scales with:
+
+# %% [markdown] lang="zh"
+# ## 组装 `rt.TransformerLM` 并数一数参数
+#
+# `rt.TransformerConfig` 给上面每个选择都起了名字；`rt.TransformerLM` 依次搭出：词嵌入加位置编码、$N$ 个解码器块
+# （带因果掩码的多头注意力和前馈网络，各自带残差和层归一化）、最后一个层归一化，以及与词嵌入共享权重的输出层
+# （`tie_weights=True`）。记 $d$ = `d_model`、$d_{ff} = 4d$，并且带偏置，那么一个块有 $4d^2 + 4d$（注意力）
+# $+ 2 d\, d_{ff} + d_{ff} + d$（前馈网络）$+ 4d$（两个层归一化）个参数。`num_params()` 默认不计词嵌入，
+# 因为计算量随的是其余那部分参数：
+
+# %%
+cfg = rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=2, n_head=4, d_model=64)
+model = rt.TransformerLM(cfg)
+C, d_ff, N = cfg.d_model, 4 * cfg.d_model, cfg.n_layer
+per_block = (4 * C * C + 4 * C) + (2 * C * d_ff + d_ff + C) + 4 * C
+by_hand = V * C + N * per_block + 2 * C  # embedding (shared with the output) + blocks + final LayerNorm
+print("per block", per_block, "| by hand", by_hand, "| num_params(non_embedding=False)",
+      model.num_params(non_embedding=False), "| num_params()", model.num_params())
+
+# %% [markdown] lang="en"
+# ## Training it, against the bigram
+#
+# Now the whole thing, trained by maximum likelihood like every rung before it: random windows of 64 characters,
+# AdamW with a short warm-up and a cosine decay, the gradient norm clipped to 1, 400 steps. The same model is
+# trained three times, with no positions, sinusoidal positions and rotary positions; the yardstick is the bigram
+# fitted by counting (chapter 3). Every score is the mean NLL on the same 8 × 64 windows of the validation text.
+
+# %% [markdown] lang="zh"
+# ## 训练它，并与二元语法比较
+#
+# 现在训练整个模型，和前面每一级一样用最大似然：每步取 64 个字符长的随机窗口，优化器 AdamW，先短暂预热学习率再按余弦衰减，
+# 梯度范数裁剪到 1，共 400 步。同一个模型训练三次：不加位置编码、正弦位置编码、旋转位置编码；参照是靠计数拟合的二元语法（第 3 章）。
+# 所有分数都是在验证文本同样的 8 × 64 个窗口上的平均 NLL。
+
+# %%
+val_batches = [get_batch(val, 64, 64, torch.Generator().manual_seed(1)) for _ in range(8)]  # fixed windows
+
+
+@torch.no_grad()
+def val_nll(model):
+    model.eval()
+    nll = sum(model.nll(x, y).item() for x, y in val_batches) / len(val_batches)
+    model.train()
+    return nll
+
+
+def fit(model, steps=400, lr=1e-2, warmup=50, batch_size=32, block_size=64):
+    """Maximum likelihood by AdamW, linear warm-up then cosine decay; returns the training loss at every step."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * s / steps)))
+    batches = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(steps):
+        x, y = get_batch(train, batch_size, block_size, batches)  # (B, T) inputs, (B, T) next characters
+        loss = model.nll(x, y)  # mean -log P(y_t | x_<=t), nats
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        schedule.step()
+        losses.append(loss.item())
+    return losses
+
+
+bigram = rt.NGramLM(rt.NGramConfig(vocab_size=V, order=2, k=1.0)).fit_stream(train.tokens)
+print(f"{'model':28} {'val NLL':>8}")
+print(f"{'bigram counts':28} {val_nll(bigram):8.3f}")
+runs = {}
+for pos in ("none", "sinusoidal", "rope"):
+    torch.manual_seed(0)
+    lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=2, n_head=4, d_model=64, pos=pos))
+    runs[pos] = (lm, fit(lm))
+    print(f"{'Transformer, pos=' + pos:28} {val_nll(lm):8.3f}")
+
+fig, ax = plt.subplots(figsize=(6.5, 3.5))
+for pos, (_, losses) in runs.items():
+    smooth = torch.tensor(losses).unfold(0, 20, 1).mean(1)  # a 20-step running mean
+    ax.plot(range(20, len(losses) + 1), smooth, label=f"pos = {pos}")
+ax.axhline(val_nll(bigram), color="gray", ls=":", label="bigram (validation)")
+ax.set_xlabel("step")
+ax.set_ylabel("training NLL (nats/char)")
+ax.legend()
+plt.show()
+
+# %% [markdown] lang="en"
+# All three pass the bigram within these 400 steps; rotary positions, which hand attention the relative
+# distance directly, learn fastest by far. In so short a run the sinusoidal encoding does no better than none at
+# all, and the model with no positions is not helpless: under a causal mask a position can still tell how many
+# others it sees. Here is the rotary model writing, and then its four heads in the second
+# block looking at one line: each row is one character's distribution over the characters before it.
+
+# %% [markdown] lang="zh"
+# 在这 400 步之内，三个模型都超过了二元语法；旋转位置编码直接把相对距离交给注意力，学得快得多。训练这么短时，
+# 正弦位置编码并不比不加位置编码更好；而没有位置编码的模型也并非无能为力：在因果掩码下，一个位置仍然能知道自己
+# 看得到多少个位置。下面先看旋转位置编码的模型写出的文字，再看它第二个块的四个头怎样看同一行文本：
+# 每一行是一个字符在它之前各字符上的分布。
+
+# %%
+lm = runs["rope"][0].eval()
+prompt = torch.tensor([tok.encode("ROMEO:\n")])
+print(tok.decode(rt.generate(lm, prompt, max_new_tokens=200, temperature=0.8, seed=0)[0]))
+
+line = "First Citizen:\nWe are accounted poor"
+ids = torch.tensor([tok.encode(line)])
+with torch.no_grad(), rt.record_attention(lm) as maps:
+    lm(ids)
+att = maps.decoder[1][0]  # (H, T, S): layer 1, the first (only) sequence
+labels = [repr(c)[1:-1] for c in line]
+fig, axes = plt.subplots(1, 4, figsize=(16, 4.4))
+for h, ax in enumerate(axes):
+    ax.imshow(att[h], cmap="Blues", vmin=0, vmax=1)
+    ax.set_title(f"block 1, head {h}")
+    ax.set_xticks(range(len(labels)), labels, fontsize=6)
+    ax.set_yticks(range(len(labels)), labels, fontsize=6)
+plt.show()
+
+# %% [markdown] lang="en"
+# After 400 steps every head looks mostly at the last few characters, but not in the same way: heads 0 and 3 put
+# nearly all of a row's weight on one character, the current one or one just before it, while heads 1 and 2
+# spread it over a few characters further back. Whether heads really specialise, and whether they behave like an ensemble as
+# the essay says, is tested in the [heads](../experiments/heads/report.md) and
+# [ensemble](../experiments/ensemble/report.md) experiments: they specialise, but they are not interchangeable
+# members of an ensemble (C9 holds in part). Chapter 8 trains this model properly and samples from it; chapter 9
+# looks inside larger ones.
+
+# %% [markdown] lang="zh"
+# 训练 400 步之后，每个头主要都在看最近的几个字符，但看法不同：头 0 和头 3 几乎把一行的全部权重放在一个字符上
+# （当前字符或紧挨在它前面的字符），头 1 和头 2 则把权重分散到更靠前的几个字符上。多个头是否真的各有分工、
+# 是否像原文说的那样像一个集成，由[多头实验](../experiments/heads/report.md)和[集成实验](../experiments/ensemble/report.md)检验：
+# 它们确实各有分工，但并不是集成里可以互相替代的成员（C9 部分成立）。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。
+
+# %% [markdown] lang="en"
+# ## Try this
+#
+# 1. Train with `n_head=1` and then `n_head=16` (same `d_model`). The parameter count is the same; is the
+#    validation NLL?
+# 2. Train the rotary model with `norm="post"` and then with `lr=3e-2`. Which of the two wirings tolerates the
+#    larger learning rate?
+# 3. In the permutation check, replace the encoder block by a causal `rt.DecoderBlock`. Is the output still just
+#    the reordered output? Why not?
+
+# %% [markdown] lang="zh"
+# ## 试一试
+#
+# 1. 分别用 `n_head=1` 和 `n_head=16`（`d_model` 不变）训练。参数量一样，验证集上的 NLL 也一样吗？
+# 2. 用 `norm="post"` 训练旋转位置编码的模型，再把学习率改成 `lr=3e-2`。两种接法中哪一种能承受更大的学习率？
+# 3. 在置换检验中，把编码器块换成带因果掩码的 `rt.DecoderBlock`。输出还只是换了顺序的输出吗？为什么？
