@@ -40,7 +40,12 @@ fi
 if ! .venv/bin/python src/redthread/fonts.py 2>/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing a CJK font for Chinese text in figures (fonts-wqy-microhei)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-wqy-microhei) >/dev/null
+    if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-wqy-microhei) >/dev/null 2>&1; then
+      # matplotlib's cached font list predates the font: drop it, and the next import lists the fonts again
+      rm -f "$(.venv/bin/python -c 'import matplotlib; print(matplotlib.get_cachedir())')"/fontlist-v*.json
+    else  # optional: figures still work, with boxes for Chinese characters
+      echo "note: apt-get could not install fonts-wqy-microhei, so Chinese characters in figures will be boxes"
+    fi
   else
     echo "note: no CJK font found, so Chinese characters in figures will be boxes (sudo apt-get install fonts-wqy-microhei; macOS: brew install --cask font-noto-sans-cjk-sc)"
   fi
