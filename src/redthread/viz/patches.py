@@ -105,6 +105,7 @@ def plot_patch_overlays(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from redthread.fonts import cjk_fallback
     from redthread.viz.figures import _save, check_figure_path
 
     if path is not None:
@@ -119,24 +120,25 @@ def plot_patch_overlays(
     cols = cols or min(N, 6)
     rows = (N + cols - 1) // cols
     head = 0.5 if suptitle else 0.0  # inches for the title lines
-    fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.2 * rows + head), squeeze=False, layout="constrained")
-    for ax in axes.flat:
-        ax.axis("off")
-    for i in range(N):
-        ax = axes.flat[i]
-        heat = weights[i].reshape(G, G).float()
-        heat = (heat / heat.max().clamp_min(1e-12)).numpy()
-        if C == 3:  # colour: the picture under a translucent heat map
-            ax.imshow(image.permute(1, 2, 0).numpy(), extent=(0, W, H, 0), interpolation="nearest")
-            ax.imshow(heat, cmap="inferno", alpha=0.55, vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
-        else:  # grey: the heat map, with the ink's outline drawn over it
-            ax.imshow(heat, cmap="inferno", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
-            ax.contour(image.mean(0).numpy(), levels=[0.35], colors="cyan", linewidths=1.2,
-                       extent=(0, W, 0, H), origin="upper")
-        ax.set_title(titles[i], fontsize=9)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    _save(fig, path)
+    with cjk_fallback([*titles, suptitle or ""]):  # words in any script drawn, not boxes
+        fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.2 * rows + head), squeeze=False, layout="constrained")
+        for ax in axes.flat:
+            ax.axis("off")
+        for i in range(N):
+            ax = axes.flat[i]
+            heat = weights[i].reshape(G, G).float()
+            heat = (heat / heat.max().clamp_min(1e-12)).numpy()
+            if C == 3:  # colour: the picture under a translucent heat map
+                ax.imshow(image.permute(1, 2, 0).numpy(), extent=(0, W, H, 0), interpolation="nearest")
+                ax.imshow(heat, cmap="inferno", alpha=0.55, vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+            else:  # grey: the heat map, with the ink's outline drawn over it
+                ax.imshow(heat, cmap="inferno", vmin=0, vmax=1, extent=(0, W, H, 0), interpolation="nearest")
+                ax.contour(image.mean(0).numpy(), levels=[0.35], colors="cyan", linewidths=1.2,
+                           extent=(0, W, 0, H), origin="upper")
+            ax.set_title(titles[i], fontsize=9)
+        if suptitle:
+            fig.suptitle(suptitle, fontsize=10)
+        _save(fig, path)
     return fig
 
 
