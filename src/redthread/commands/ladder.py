@@ -299,9 +299,10 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
 
 
 def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
     from redthread.fonts import cjk_fallback
+    from redthread.plotting import pyplot
+
+    plt = pyplot()
 
     with cjk_fallback([data.name, *(r.label for r in results)]):  # a file named in Chinese, say
         fig = ladder_figure(results, data)
@@ -313,10 +314,9 @@ def ladder_figure(results: list[RungResult], data: LadderData):
     """Validation NLL per rung as bars (the Bayes limit as a line, where known); the title wraps to the width."""
     import textwrap
 
-    import matplotlib
+    from redthread.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     width = max(6.0, 1.1 * len(results) + 2.5)  # inches: room for the title even with one or two rungs
     fig, ax = plt.subplots(figsize=(width, 4))

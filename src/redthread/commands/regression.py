@@ -182,10 +182,9 @@ def _markdown(kind: str, n: int, n_val: int, rows: list[dict]) -> str:
 
 def _plot(path: Path, problem, data: RegressionData, grid, true_mean, true_std, curves) -> None:
     """The estimates of E[y|x] against the truth over the training points, one panel."""
-    import matplotlib
+    from redthread.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     X_tr, y_tr = data.split("train")
     x = grid[:, 0].numpy()

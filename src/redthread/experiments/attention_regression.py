@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -41,7 +40,10 @@ from redthread.data.regression import RegressionData, make_regression
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.regression import LinearRegression, NadarayaWatson
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "attention-as-regression", "C6"
 NOISE = 0.3

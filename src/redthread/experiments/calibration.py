@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -45,8 +44,11 @@ from redthread.experiments.stats import estimate
 from redthread.models.bigram import BigramConfig, BigramLM
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.calibration import Calibration
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "calibration", "C12"
 ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # as the sampling experiment's chain

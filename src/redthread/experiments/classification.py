@@ -39,7 +39,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor, nn
 
@@ -47,7 +46,10 @@ from redthread.data.images import ImageData, load_digits, stratified_split
 from redthread.data.regression import RegressionData
 from redthread.experiments.report import Report
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "classification", "C2"
 N_BINS, CONTROL_DRAWS, CONTROL_QUANTILE = 15, 200, 0.95

@@ -25,15 +25,17 @@ an illustration, not decided on alone.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import torch
 
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.experiments.winograd import PAIRS, Pair
 from redthread.interop.huggingface import resolve_pretrained
+from redthread.plotting import pyplot
 from redthread.viz.heads import rank_heads
 from redthread.viz.inspector import load_inspector
+
+plt = pyplot()
 
 NAME, CLAIMS = "coreference", "C13"
 PRETRAINED = "minilm"

@@ -42,7 +42,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -57,7 +56,10 @@ from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
 from redthread.models.base import LanguageModel
 from redthread.models.transformer import Embedding, TransformerConfig, init_weights
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "depth", "C11"
 VARIANTS = {  # name -> (residual, LayerNorm)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -34,8 +33,11 @@ from redthread.errors import RedthreadError
 from redthread.experiments.heads import columns_mean_ablated
 from redthread.experiments.report import Report
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
 from redthread.viz.record import record_attention
+
+plt = pyplot()
 
 NAME, CLAIMS = "ensemble", "C9"
 N_HEAD, LR = 4, 3e-3

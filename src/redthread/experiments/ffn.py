@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import Tensor
@@ -44,7 +43,10 @@ from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.regression import SoftmaxRegression
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "ffn", "C10"
 VOCAB, A_LAG, B_LAG, P_RULE = 16, 2, 5, 0.8

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -41,8 +40,11 @@ from redthread.errors import InvalidValue
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.viz.record import record_attention
+
+plt = pyplot()
 
 NAME, CLAIMS = "heads", "C9"
 VOCAB, NEAR, FAR, P_NEAR, P_FAR = 32, 2, 6, 0.4, 0.4

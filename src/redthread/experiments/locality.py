@@ -25,7 +25,6 @@ can still find order from the mask in its later layers.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import Tensor
@@ -37,8 +36,11 @@ from redthread.data.synthetic import MarkovSource
 from redthread.errors import RedthreadError
 from redthread.experiments.report import Report
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.viz.record import record_attention
+
+plt = pyplot()
 
 NAME, CLAIMS = "locality", "C8"
 POSITIONS = ("sinusoidal", "learned", "rope", "none")

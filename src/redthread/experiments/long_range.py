@@ -36,7 +36,6 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -48,7 +47,10 @@ from redthread.experiments.stats import estimate, run_seeds
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "long-range", "C3, C5, C6"
 VOCAB, P_COPY = 16, 0.9

@@ -29,8 +29,6 @@ claim is about the sign, and the intervals carry the seed noise.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from redthread.experiments.long_range import (
     CHANCE,
     D_EMBED,
@@ -48,6 +46,9 @@ from redthread.experiments.long_range import (
 )
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
+from redthread.plotting import pyplot
+
+plt = pyplot()
 
 NAME, CLAIMS = "memory", "C5"
 RECURRENT = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor, nn
 
@@ -44,7 +43,10 @@ from redthread.experiments.stats import run_seeds
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "permutation", "C8"
 EQUIVARIANT = 1e-5  # float32 tolerance of the order-blind models (criteria.py: equivariance_error), for the figure

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import torch
 
 from redthread.data.regression import make_regression
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.regression import LinearRegression
+from redthread.plotting import pyplot
 from redthread.train.fit import fit_gd
+
+plt = pyplot()
 
 NAME, CLAIMS = "regression", "C1"
 NOISE, FEATURES = 0.5, 3

@@ -22,15 +22,13 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.experiments.criteria import criterion
 from redthread.experiments.stats import ABOVE, FAILS, HOLDS, INCONCLUSIVE, combine, estimate, verdict
 from redthread.files import atomic_write, atomic_write_text
+from redthread.plotting import pyplot
+
+plt = pyplot()
 
 __all__ = ["Report", "Check", "HOLDS", "FAILS", "INCONCLUSIVE", "CLAIMS"]
 

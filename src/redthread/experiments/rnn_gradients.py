@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import statistics
 
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
@@ -43,6 +42,9 @@ from redthread.experiments import one_thread
 from redthread.experiments.report import Report
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
+
+plt = pyplot()
 
 NAME, CLAIMS = "rnn-gradients", "C3"
 VOCAB, D_EMBED, D_HIDDEN = 16, 32, 64

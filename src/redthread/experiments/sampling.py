@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -44,7 +43,10 @@ from redthread.experiments.stats import run_seeds
 from redthread.generate.processors import build_processors, process
 from redthread.generate.sampler import generate
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
+
+plt = pyplot()
 
 NAME, CLAIMS = "sampling", "C12"
 ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # entropy rate 1.2 nats, top symbol p 0.5 on average

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import torch
 from torch.func import jacrev, vmap
 
@@ -38,8 +37,11 @@ from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.viz.record import record_attention
+
+plt = pyplot()
 
 NAME, CLAIMS = "scaling", "C7"
 D_K = [4, 16, 64, 256, 1024]

@@ -34,7 +34,6 @@ import os
 import statistics
 import time
 
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor, nn
 
@@ -43,6 +42,9 @@ from redthread.experiments.report import Report
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
+
+plt = pyplot()
 
 NAME, CLAIMS = "sequential", "C4"
 VOCAB = 65

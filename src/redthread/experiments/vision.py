@@ -37,7 +37,6 @@ Shape legend: B batch, C channels, H, W pixels, G patches per side, P = G * G pa
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
@@ -47,10 +46,13 @@ from redthread.experiments.report import Report
 from redthread.models.captioner import Captioner, captioner_config
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
 from redthread.train.loop import classifier_score as score
 from redthread.train.recipes import CAPTION_TRAIN, VIT_TRAIN
 from redthread.viz.patches import caption_grounding as grounding
+
+plt = pyplot()
 
 NAME, CLAIMS = "vision", "C14, C2"
 VIT_SIZE = {"d_model": 48, "n_layer": 2, "n_head": 4, "dropout": 0.1}  # smaller than the recipe's (docs/vision.md)

@@ -72,10 +72,9 @@ def calibration(model: nn.Module, data, split: str = "val", n_bins: int = 15, ba
 
 def plot_reliability(results: dict[str, Calibration], path: str | Path) -> None:
     """Reliability diagrams, one panel per model: accuracy against confidence, with the diagonal."""
-    import matplotlib
+    from redthread.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from redthread.files import atomic_write
 

@@ -654,10 +654,9 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 def plot_loss_curve(rows: list[dict], out: Path) -> None:
     """Training loss and validation NLL against step (the rows of metrics.jsonl), as a PNG."""
-    import matplotlib
+    from redthread.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     train_rows = [r for r in rows if "loss" in r]
     val_rows = [r for r in rows if "val_nll" in r]

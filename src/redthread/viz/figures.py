@@ -14,16 +14,15 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
 from redthread.errors import InvalidValue
 from redthread.files import atomic_write
 from redthread.fonts import cjk_fallback
+from redthread.plotting import pyplot
+
+plt = pyplot()
 
 FORMATS = (".png", ".svg", ".pdf")
 CMAP = "Blues"

@@ -100,10 +100,9 @@ def plot_patch_overlays(
 ):
     """image (C, H, W) in [0, 1]; weights (N, P) over a G x G patch grid: N panels, each the image
     with that row's weights as a heat overlay (brightest = the row's largest weight). Returns the figure."""
-    import matplotlib
+    from redthread.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from redthread.fonts import cjk_fallback
     from redthread.viz.figures import _save, check_figure_path
