@@ -1,6 +1,6 @@
 """The ladder on names.txt against makemore, and the Transformer against a Bayes limit.
 
-1. `redthread ladder` on `data/names.txt` (one name per line) on makemore's own test
+1. `redthread ladder` on `names.txt` (shipped: `--lines names`) (one name per line) on makemore's own test
    split: `torch.randperm` seeded 3407, the LAST 1,000 names held out (makemore.py's
    `create_datasets`), every test character and end token scored once, with the ladder's budget
    (5000 steps of batch 32 per gradient rung). Each rung that makemore also has runs twice: at
@@ -38,10 +38,11 @@ from redthread.commands.ladder import (
     run_ladder,
     rung_settings,
 )
+from redthread.data import text_path
 from redthread.models.registry import build_model
 from redthread.train.loop import TrainConfig, evaluate, train
 
-NAMES = Path(__file__).resolve().parents[1] / "data" / "names.txt"
+NAMES = text_path("names")
 TARGETS = {"bigram": 2.456, "mlp": 2.061, "transformer": 1.92}  # makemore's test NLL on the same split
 # makemore's model sizes (makemore.py defaults: n_embd 64, n_embd2 64, 4 layers, 4 heads, block 16)
 MAKEMORE_SIZES = {

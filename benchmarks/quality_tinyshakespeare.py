@@ -1,6 +1,6 @@
 """Quality on tiny-Shakespeare against the published nanoGPT figure, same protocol.
 
-Protocol (the foundation issue): `data/tinyshakespeare.txt`, first 90% train, last
+Protocol: `tinyshakespeare.txt` (shipped: `--data tinyshakespeare`), first 90% train, last
 10% validation, character level (vocab 65); config (a) 4 layers, 4 heads, d_model 128,
 context 64, batch 12; 2000 iterations, dropout 0, learning rate 1e-3 with 100 warm-up steps
 and cosine decay to 1e-4. Positions: rotary (`pos="rope"`) by default here, since they are
@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from redthread.data import text_path
 from redthread.train.language_model import train_language_model
 
 REFERENCE_NATS = 1.90
@@ -32,8 +33,7 @@ TRAIN = dict(max_iters=2000, batch_size=12, lr=1e-3, min_lr=1e-4, warmup_iters=1
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    here = Path(__file__).resolve().parent
-    parser.add_argument("--data", default=str(here.parent / "data" / "tinyshakespeare.txt"))
+    parser.add_argument("--data", default=str(text_path("tinyshakespeare")))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1337])
     parser.add_argument("--pos", choices=("rope", "sinusoidal", "learned", "none"), default="rope")
     parser.add_argument("--max-iters", type=int, default=2000, help="2000 is the protocol; fewer for a smoke run")

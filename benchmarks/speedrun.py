@@ -1,7 +1,7 @@
 """Quality per CPU-minute: the tiny-Shakespeare speedrun, nanoGPT's recipe against redthread's best.
 
 The protocol, fixed before any figure was measured:
-- data: `data/tinyshakespeare.txt` (the same bytes as the reference copy; checksum in
+- data: `tinyshakespeare.txt`, shipped in the package (the same bytes as the reference copy; checksum in
   tests/test_package.py), characters (vocabulary 65), first 90% train, last 10% validation;
 - the score: NLL of the whole validation split, every character once, in non-overlapping windows
   of the arm's context (the protocol of benchmarks/quality_tinyshakespeare.py), in nats/char;
@@ -31,17 +31,16 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from common import ModelSize, adamw, environment, hf_logits, make_hf_gpt2, unique_params, write_json
 from torch.nn import functional as F
 
+from redthread.data import text_path
 from redthread.data.lm import LMData, load_splits
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.loop import TrainConfig, evaluate, train
 
-HERE = Path(__file__).resolve().parent
 BUDGET = 180.0  # seconds of training
 THRESHOLDS = (1.90, 1.80)  # nats/char
 TARGET_RATIO, TARGET_NLL, TARGET_MARGIN, TARGET_HF = 0.25, 1.65, 0.15, 1.15
@@ -175,7 +174,7 @@ def fmt(seconds: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(HERE.parent / "data" / "tinyshakespeare.txt"))
+    parser.add_argument("--data", default=str(text_path("tinyshakespeare")))
     parser.add_argument("--budget", type=float, default=BUDGET, help="seconds of training per arm (180 is the protocol)")
     parser.add_argument("--hf-rounds", type=int, default=6, help="alternating rounds of the HF throughput check")
     parser.add_argument("--hf-steps", type=int, default=30, help="steps per round of the HF throughput check")

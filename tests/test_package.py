@@ -22,9 +22,24 @@ def test_the_reference_data_sets_are_the_published_files():
 
     expected = {"tinyshakespeare.txt": "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
                 "names.txt": "0a30b5557f192f32ab962680889aac5f6fda0f4cecf40a6d0b5694f58ea8cc4d"}
-    readme = (ROOT / "data" / "README.md").read_text(encoding="utf-8")
+    texts = ROOT / "src" / "redthread" / "data" / "texts"
+    readme = (texts / "README.md").read_text(encoding="utf-8")
     for name, digest in expected.items():
-        assert hashlib.sha256((ROOT / "data" / name).read_bytes()).hexdigest() == digest and digest in readme
+        assert hashlib.sha256((texts / name).read_bytes()).hexdigest() == digest and digest in readme
+
+
+def test_the_shipped_texts_are_found_by_name_and_a_file_of_that_name_by_its_path(tmp_path, monkeypatch):
+    from redthread.data import SHIPPED_TEXTS, text_path
+    from redthread.data.sequences import load_lines
+
+    assert set(SHIPPED_TEXTS) == {"tinyshakespeare", "names", "tang300"}
+    assert all(text_path(name).is_file() for name in SHIPPED_TEXTS)
+    data, tok = load_lines("names")
+    assert tok.vocab_size == 27 and len(data._x["val"]) == 1000  # makemore's test split of names.txt
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "names").write_text("ab\ncd\n" * 10)
+    data, tok = load_lines("./names")  # the file here, not the shipped text
+    assert tok.vocab_size == 5 and text_path("./names") == Path("names")
 
 
 def test_the_shipped_chinese_text_is_the_recorded_file_with_its_licence():
@@ -34,7 +49,6 @@ def test_the_shipped_chinese_text_is_the_recorded_file_with_its_licence():
     texts = ROOT / "src" / "redthread" / "data" / "texts"
     assert hashlib.sha256((texts / "tang300.txt").read_bytes()).hexdigest() == digest
     assert digest in (texts / "README.md").read_text(encoding="utf-8")
-    assert digest in (ROOT / "data" / "README.md").read_text(encoding="utf-8")
     assert (texts / "LICENSE.chinese-poetry").read_text(encoding="utf-8").lstrip().startswith("The MIT License")
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
     assert "data/texts/*" in package_data["redthread"]  # in the wheel: `--data tang300` works from any install

@@ -34,7 +34,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_the_demo_runs(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert any(n.startswith("redthread/viz/assets/") for n in names) and any(n.startswith("redthread/serve/assets/") for n in names)
-    assert {"redthread/data/texts/tang300.txt", "redthread/data/texts/LICENSE.chinese-poetry"} <= set(names)
+    assert {f"redthread/data/texts/{f}" for f in ("tang300.txt", "LICENSE.chinese-poetry", "names.txt", "tinyshakespeare.txt")} <= set(names)
     assert any(n.endswith("/LICENSE") for n in tarfile.open(sdist).getnames())
 
     venv = tmp_path / "venv"

@@ -26,7 +26,7 @@
 # The simplest answer keeps only the last $n - 1$ characters (an order-$(n-1)$ Markov assumption) and
 # **counts**. With $n = 2$, the bigram, the context is one character.
 #
-# The data are 32,033 common US first names (`data/names.txt`, as in makemore), one per line, lower-case
+# The data are 32,033 common US first names (`names.txt`, as in makemore, shipped with redthread), one per line, lower-case
 # a–z. A boundary token `.` marks both the start and the end of a name, so the model also learns how names
 # begin ($P(c_1 \mid .)$) and when they stop ($P(. \mid c_T)$): 27 symbols in all.
 
@@ -40,7 +40,7 @@
 # （[C2、C12](../claims.md)），区别只在于用了多少上下文、怎样用。最简单的做法只保留最近的 $n - 1$ 个字符
 # （$n-1$ 阶马尔可夫假设），然后**数数**。$n = 2$ 时就是二元语法（bigram），上下文只有一个字符。
 #
-# 数据是 32033 个常见的美国人名（`data/names.txt`，与 makemore 相同），每行一个，全是小写字母 a–z。
+# 数据是 32033 个常见的美国人名（`names.txt`，与 makemore 相同，随 redthread 一起安装），每行一个，全是小写字母 a–z。
 # 一个边界符 `.` 同时标记名字的开头和结尾，所以模型也会学到名字怎样开头（$P(c_1 \mid .)$）、何时结束（$P(. \mid c_T)$）：
 # 一共 27 个符号。
 
@@ -95,19 +95,19 @@
 
 # %%
 # %matplotlib inline
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
 import redthread as rt
+from redthread.data import text_path
 from redthread.data.sequences import load_lines
 from redthread.train.loop import train
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
 
-NAMES = Path(rt.__file__).resolve().parents[2] / "data" / "names.txt"  # shipped with the repository
+NAMES = text_path("names")  # shipped with redthread
 if not NAMES.is_file():
     raise FileNotFoundError(f"{NAMES} is missing: run this chapter from a clone of redthread")
 data, tok = load_lines(NAMES)

@@ -75,19 +75,19 @@
 
 # %%
 # %matplotlib inline
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
 import redthread as rt
+from redthread.data import text_path
 from redthread.data.sequences import load_lines
 from redthread.train.loop import train
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
 
-NAMES = Path(rt.__file__).resolve().parents[2] / "data" / "names.txt"  # shipped with the repository
+NAMES = text_path("names")  # shipped with redthread
 if not NAMES.is_file():
     raise FileNotFoundError(f"{NAMES} is missing: run this chapter from a clone of redthread")
 data, tok = load_lines(NAMES)

@@ -56,13 +56,12 @@
 # 前 90% 用于训练，后 10% 用于验证。
 
 # %%
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
 import redthread as rt
-from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus
+from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus, text_path
 from redthread.experiments import rnn_gradients
 
 # %matplotlib inline
@@ -71,7 +70,7 @@ from redthread.experiments import rnn_gradients
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
 
-TEXT = Path(rt.__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt"  # shipped with the repository
+TEXT = text_path("tinyshakespeare")  # shipped with redthread
 corpus = load_corpus(TEXT)
 train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
 tok = CharTokenizer.from_text(corpus.text)

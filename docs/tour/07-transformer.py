@@ -48,19 +48,18 @@
 # %%
 # %matplotlib inline
 import math
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
 import redthread as rt
-from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus
+from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus, text_path
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
 
-TEXT = Path(rt.__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt"  # shipped with the repository
+TEXT = text_path("tinyshakespeare")  # shipped with redthread
 corpus = load_corpus(TEXT)
 train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
 tok = CharTokenizer.from_text(corpus.text)

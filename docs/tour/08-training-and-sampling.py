@@ -57,7 +57,7 @@
 # %% [markdown] lang="en"
 # ## The data and two baselines
 #
-# The text is tiny Shakespeare (`data/tinyshakespeare.txt`, about 1.1 million characters), cut as nanoGPT
+# The text is tiny Shakespeare (`tinyshakespeare.txt`, shipped with redthread, about 1.1 million characters), cut as nanoGPT
 # cuts it: the first 90% for training, the last 10% for validation. Each character is a token. Two baselines
 # set the scale: the uniform distribution over the vocabulary, $\ln V$ nats, and the unigram, which counts how
 # often each character occurs and ignores the context altogether.
@@ -65,7 +65,7 @@
 # %% [markdown] lang="zh"
 # ## 数据和两条基线
 #
-# 文本是 tiny Shakespeare（`data/tinyshakespeare.txt`，约 110 万个字符），按 nanoGPT 的方式切分：前 90% 训练，
+# 文本是 tiny Shakespeare（`tinyshakespeare.txt`，随 redthread 一起安装，约 110 万个字符），按 nanoGPT 的方式切分：前 90% 训练，
 # 后 10% 验证。每个字符是一个词元。两条基线给出量级：词表上的均匀分布，$\ln V$ 奈特；以及一元模型（unigram），
 # 它只数每个字符出现的频率，完全不看上下文。
 
@@ -74,21 +74,20 @@
 import math
 import tempfile
 import time
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 import redthread as rt
-from redthread.data import CharTokenizer, load_corpus, prepare_splits, split_corpus
+from redthread.data import CharTokenizer, load_corpus, prepare_splits, split_corpus, text_path
 from redthread.data.lm import LMData
 from redthread.train.loop import read_metrics, train
 
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
 work = tempfile.TemporaryDirectory()  # run folders and the token cache; removed at the end
-TEXT = Path(rt.__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt"  # shipped with the repository
+TEXT = text_path("tinyshakespeare")  # shipped with redthread
 
 corpus = load_corpus(TEXT)
 train_text, val_text = split_corpus(corpus)  # one document: cut at 90%

@@ -45,14 +45,13 @@
 # 编码器的在 `maps.encoder` 里，交叉注意力在 `maps.cross` 里。
 
 # %%
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 import redthread as rt
-from redthread.data import CharTokenizer, TokenSplit, load_corpus, split_corpus
+from redthread.data import CharTokenizer, TokenSplit, load_corpus, split_corpus, text_path
 from redthread.data.lm import LMData
 from redthread.experiments.winograd import PAIRS
 from redthread.train.loop import train
@@ -63,7 +62,7 @@ from redthread.viz.inspector import load_inspector
 # %matplotlib inline
 torch.manual_seed(0)
 torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
-TEXT = Path(rt.__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt"  # shipped with the repository
+TEXT = text_path("tinyshakespeare")  # shipped with redthread
 
 # %% [markdown] lang="en"
 # ## A model of our own

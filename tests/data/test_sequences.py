@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from redthread.data import text_path
 from redthread.data.sequences import SequenceData, load_lines, makemore_split
 from redthread.errors import RedthreadError
 from redthread.models.likelihoods import IGNORE_INDEX
 from redthread.train.loop import evaluate
 
-NAMES = Path(__file__).resolve().parents[2] / "data" / "names.txt"
+NAMES = text_path("names")
 SEQS = [np.array([1, 2, 3]), np.array([4]), np.array([2, 2]), np.array([3, 1, 4, 1]), np.array([], dtype=np.int64)]
 
 

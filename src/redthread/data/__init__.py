@@ -1,6 +1,6 @@
 """Data for the text rungs of the ladder: corpora, tokenizers, and token streams to train and score on."""
 
-from redthread.data.corpus import Corpus, load_corpus, split_corpus
+from redthread.data.corpus import SHIPPED_TEXTS, Corpus, load_corpus, split_corpus, text_path
 from redthread.data.dataset import TokenSplit, count_eval_tokens, get_batch, iter_eval_windows, prepare_splits
 from redthread.data.tokenizers import (
     BPETokenizer,
@@ -22,6 +22,8 @@ __all__ = [
     "load_corpus",
     "prepare_splits",
     "split_corpus",
+    "SHIPPED_TEXTS",
+    "text_path",
     "tokenizer_from_json",
     "train_tokenizer",
 ]

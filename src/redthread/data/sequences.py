@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from redthread.data.corpus import check_regular_file
+from redthread.data.corpus import check_regular_file, text_path
 from redthread.data.lm import EVAL_SEED
 from redthread.data.targets import IGNORE_INDEX
 from redthread.data.tokenizers import CharTokenizer, Tokenizer
@@ -139,7 +139,7 @@ class SequenceData:
 def load_lines(
     path: str | Path, seed: int = 3407, test_fraction: float = 0.1, max_test: int = 1000
 ) -> tuple[SequenceData, CharTokenizer]:
-    """A text file of one example per line -> (SequenceData with end_token=True, its tokenizer).
+    """A text file of one example per line (or a shipped one by name: `names`) -> (SequenceData with end_token=True, its tokenizer).
 
     Lines lose trailing whitespace (so CRLF files read the same); blank lines at the end of
     the file are ignored, a blank line before the last example is an error. The vocabulary is
@@ -152,7 +152,7 @@ def load_lines(
     names of names.txt. Each line counts its characters plus its newline for bits per
     character, so a character model has 1 token/char.
     """
-    path = Path(path)
+    path = text_path(path)  # a shipped text by name (names), else a path
     if path.exists() and not path.is_dir():
         check_regular_file(path, "lines file")  # a FIFO or a device would block or never end
     if not 0 < test_fraction < 1:
