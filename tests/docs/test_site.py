@@ -33,10 +33,14 @@ def test_every_chapter_has_an_english_and_a_chinese_page_with_its_outputs(site, 
     assert 'href="00-example/"' in page(site, "tour") and 'href="00-example/"' in page(site, "zh/tour")
 
 
-def test_the_fixture_chapters_outputs_and_links_are_on_the_page(site):
-    en = page(site, "tour/00-example")
-    assert "1.977" in en  # printed by the chapter's code: mean of 200 draws of N(2, 1), seed 0
-    assert 'href="../../claims/"' in en  # ../claims.md, as the site's URL
+def test_the_fixture_chapters_printed_numbers_and_links_are_on_both_pages(site, executed_tour):
+    nb = nbformat.read(executed_tour.notebooks(EXAMPLE)["en"], as_version=4)
+    printed = [o.text.strip() for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"]
+    assert printed
+    for path in ("tour/00-example", "zh/tour/00-example"):
+        html = page(site, path)
+        assert all(text in html for text in printed), path
+        assert 'href="../../claims/"' in html  # ../claims.md, as the site's URL
 
 
 def test_the_site_has_the_api_page_of_a_module(site):
@@ -74,7 +78,7 @@ def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_to
     (docs / "tour").mkdir()
     with open(docs / "architecture.md", "a", encoding="utf-8") as f:
         f.write("\n[a page](no-such-page.md), [a module](../src/redthread/no_such_module.py), "
-                "[an anchor](claims.md#no-such-anchor)\n")
+                "[an anchor](claims.md#no-such-anchor), [an object][redthread.no_such_object]\n")
     # a chapter with a broken link, executed; and one never executed
     chapter = docs / "tour" / "00-example.py"
     chapter.write_text(EXAMPLE.read_text(encoding="utf-8").replace("(../claims.md)", "(../claim.md)"), encoding="utf-8")
@@ -99,5 +103,6 @@ def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_to
     assert "no-such-page.md" in log
     assert "no_such_module.py" in log
     assert "no-such-anchor" in log
+    assert "redthread.no_such_object" in log  # a cross-reference to the API that leads nowhere
     assert "'../claim.md'" in log  # the notebook's link
     assert "tour/01-stale.py has not been executed" in log
