@@ -16,17 +16,22 @@ REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
 
-def load(name: str):
+def load(name: str, as_name: str | None = None):
     """A module of docs/ (they import each other by their bare names, as MkDocs's hooks do)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    as_name = as_name or name
+    if as_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(as_name, DOCS / f"{name}.py")
+        sys.modules[as_name] = module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(DOCS))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(DOCS))
+    return sys.modules[as_name]
 
 
 build_tour = load("build_tour")
-build_site = load("build")
+build_site = load("build", as_name="docs_build")  # not `build`, the name of PyPA's package
 EXAMPLE = Path(__file__).with_name("00-example.py")
 CHAPTERS = [EXAMPLE, *build_tour.chapters(DOCS / "tour")]
 
