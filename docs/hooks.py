@@ -1,0 +1,219 @@
+"""MkDocs hooks of the redthread site (mkdocs.yml `hooks:`): the pages made at build time, and links out of docs/.
+
+MkDocs reads one folder, and mkdocs-static-i18n localises only the files inside it (it drops mkdocs-gen-files'
+virtual files: ultrabug/mkdocs-static-i18n#263). So on_config assembles a staging folder and points docs_dir at it:
+
+- docs/ itself, without its Python files (the tour's chapter sources and these scripts are not pages);
+- the executed tour that docs/build_tour.py writes (build/tour, or $REDTHREAD_TOUR_BUILD): NN-slug.ipynb and
+  NN-slug.zh.ipynb per chapter, and the tour's index in both languages; a chapter of docs/tour whose executed
+  notebooks are missing or older than it is a warning, so --strict refuses to show stale outputs;
+- the API reference, a page per module of src/redthread, and the CLI reference (reference.py);
+- a page showing each repository file outside docs/ that a page links to (benchmarks/*.py, tests/...).
+
+Links from docs/ to ../src/redthread/<module>.py become links to that module's API page, and links to other
+repository files become links to their source pages; docs/ itself is untouched, so it reads the same on GitHub.
+A link to a file that does not exist is left as it is, for MkDocs's validation to report (a warning, which
+--strict makes a failure). The tour's notebooks are rendered by nbconvert, outside MkDocs's link handling, so
+their links are checked and turned into the site's URLs here.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import os
+import posixpath
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import build_tour
+import nbformat
+import reference
+from mkdocs import utils
+from mkdocs.structure.files import File
+
+log = logging.getLogger("mkdocs.hooks.redthread")
+REPO = Path(__file__).resolve().parent.parent
+LINK = re.compile(r"(\]\()([^)\s]+)")  # the target of a markdown link or image: [text](target "title")
+
+# mkdocs-static-i18n rebuilds every File, dropping mkdocs-jupyter's wrapper that makes a notebook a page; with .ipynb
+# among MkDocs's page extensions a notebook is a page to both, and its .zh twin becomes the Chinese page
+if ".ipynb" not in utils.markdown_extensions:
+    utils.markdown_extensions = (*utils.markdown_extensions, ".ipynb")
+
+_source: dict = {}  # docs_dir and nav as mkdocs.yml gives them (the Chinese build sees the staged ones)
+_made: dict = {}  # the reference pages, made once for both languages
+
+TOUR_INDEX = {
+    "en": ("# The guided tour\n\n"
+           "One chapter per rung of the ladder, in the essay's order. Each chapter explains its rung with the maths, "
+           "runs it with the public API (`import redthread as rt`), and shows the real outputs and figures of that "
+           "run, then ends with a few exercises. A chapter is a notebook kept as text, `docs/tour/NN-slug.py` in "
+           "the repository: open it in Jupyter (jupytext) or run it as a script.\n\n"),
+    "zh": ("# 导览\n\n"
+           "沿着模型的阶梯，每一级一章，顺序与文章相同。每章先用数学讲清这一级模型，再用公开 API（`import redthread as rt`）"
+           "把它跑起来，页面上是这次运行的真实输出和图，最后是几道练习。每章都是以文本保存的 notebook，即仓库中的 "
+           "`docs/tour/NN-slug.py`：可以用 Jupyter（jupytext）打开，也可以直接当脚本运行。\n\n"),
+}
+
+
+def on_config(config):
+    if not _source:
+        _source.update(docs_dir=Path(config.docs_dir), nav=copy.deepcopy(config.nav))
+        sys.path.insert(0, str(REPO / "src"))  # the checkout's redthread, for its docstrings and its parser
+    if not _made:
+        _made["api"], _made["api_nav"] = reference.api_pages()
+        _made["cli"] = reference.cli_page()
+    staging = staging_dir(config.site_dir)
+    executed = Path(os.environ.get("REDTHREAD_TOUR_BUILD") or REPO / "build" / "tour")
+    chapters = assemble(_source["docs_dir"], staging, executed, config.use_directory_urls)
+    config.docs_dir = str(staging)
+    reports = sorted(p.relative_to(staging).as_posix() for p in (staging / "experiments").glob("*/report.md"))
+    config.nav = fill_nav(_source["nav"], {
+        "tour/index.md": ["tour/index.md", *chapters],
+        "experiments/index.md": ["experiments/index.md", *reports],
+        "api/index.md": _made["api_nav"],
+    })
+    return config
+
+
+def on_serve(server, config, builder):
+    """Watch the sources, not the staging folder that every build rewrites."""
+    server.unwatch(config.docs_dir)
+    for path in (_source["docs_dir"], REPO / "src", REPO / "benchmarks"):
+        server.watch(str(path))
+    return server
+
+
+def on_shutdown():
+    if _source.get("staging"):
+        shutil.rmtree(_source["staging"], ignore_errors=True)
+
+
+def staging_dir(site_dir: str) -> Path:
+    """One staging folder per site folder, outside the repository."""
+    key = hashlib.sha256(str(Path(site_dir).resolve()).encode()).hexdigest()[:12]
+    _source["staging"] = Path(tempfile.gettempdir()) / f"redthread-docs-{key}"
+    return _source["staging"]
+
+
+def fill_nav(nav: list, fill: dict) -> list:
+    """mkdocs.yml's nav with each section whose first entry is a key of `fill` replaced by its value."""
+    out = []
+    for item in nav:
+        if isinstance(item, dict):
+            ((title, value),) = item.items()
+            if isinstance(value, list):
+                value = fill.get(value[0], value) if value and isinstance(value[0], str) else fill_nav(value, fill)
+            item = {title: value}
+        out.append(item)
+    return out
+
+
+def assemble(docs: Path, staging: Path, executed: Path, use_directory_urls: bool) -> list[str]:
+    """Write the staging folder; the staged chapters' English pages, in order."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    shutil.copytree(docs, staging, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    for path, text in {**_made["api"], "cli.md": _made["cli"]}.items():
+        write(staging / path, text)
+    for page in sorted(staging.rglob("*.md")):
+        uri = page.relative_to(staging).as_posix()
+        text = page.read_text(encoding="utf-8")
+        new = LINK.sub(lambda m, uri=uri: m.group(1) + (repo_link(uri, m.group(2), staging) or m.group(2)), text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    return stage_tour(docs / "tour", executed, staging, use_directory_urls)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def repo_link(page: str, url: str, staging: Path) -> str | None:
+    """For a link from docs/<page> to a repository file outside docs/: the link to its page on the site, or None."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path:
+        return None
+    path = posixpath.normpath(posixpath.join("docs", posixpath.dirname(page), unquote(parts.path)))
+    if path == "docs" or path.startswith(("docs/", "../")) or not (REPO / path).is_file():
+        return None
+    module = reference.module_of_file(path)
+    if module:
+        target = reference.page_of(module)
+    else:
+        target = f"source/{path}.md"
+        if not (staging / target).is_file():
+            write(staging / target, source_page(path))
+    return posixpath.relpath(target, posixpath.dirname(page) or ".")
+
+
+def source_page(path: str) -> str:
+    """A page showing a repository file: its path and its text."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    language = {".py": "python", ".toml": "toml", ".sh": "bash", ".json": "json", ".md": "markdown"}.get(Path(path).suffix, "text")
+    return f"# `{path}`\n\n{fence}{language}\n{text.rstrip()}\n{fence}\n"
+
+
+def stage_tour(sources: Path, executed: Path, staging: Path, use_directory_urls: bool) -> list[str]:
+    """Copy the executed chapters in, their links made the site's own; write the tour's index in both languages."""
+    for chapter in build_tour.chapters(sources):
+        for name in build_tour.notebook_names(chapter).values():
+            nb = executed / name
+            made_from = nbformat.read(nb, as_version=4).metadata.get("redthread", {}) if nb.is_file() else {}
+            if made_from.get("source_sha256") != build_tour.source_hash(chapter):
+                log.warning(f"tour/{chapter.name} has not been executed since it changed (no current {nb}): "
+                            "run `python docs/build.py`")
+    chapters, titles = [], {"en": [], "zh": []}
+    for en in sorted(executed.glob("*.ipynb")) if executed.is_dir() else []:
+        if not build_tour.CHAPTER.match(en.stem + ".py"):
+            continue
+        for lang, name in build_tour.notebook_names(en.with_suffix(".py")).items():
+            if not (executed / name).is_file():
+                log.warning(f"tour: {name} is missing from {executed}")
+                continue
+            nb = nbformat.read(executed / name, as_version=4)
+            uri = f"tour/{name}"
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = LINK.sub(lambda m, uri=uri: m.group(1) + notebook_link(uri, m.group(2), staging, use_directory_urls), cell.source)
+            write(staging / uri, nbformat.writes(nb))
+            titles[lang].append((heading(nb), name))
+        chapters.append(f"tour/{en.name}")
+    for lang, suffix in (("en", ""), ("zh", ".zh")):
+        rows = "".join(f"- [{title}]({name})\n" for title, name in titles[lang])
+        write(staging / f"tour/index{suffix}.md", TOUR_INDEX[lang] + rows)
+    return chapters
+
+
+def heading(nb: nbformat.NotebookNode) -> str:
+    """A chapter's title: its first markdown heading."""
+    for cell in nb.cells:
+        for line in cell.source.splitlines() if cell.cell_type == "markdown" else []:
+            if line.startswith("# "):
+                return line[2:].strip()
+    return "(untitled)"
+
+
+def notebook_link(page: str, url: str, staging: Path, use_directory_urls: bool) -> str:
+    """A notebook's link as a URL of the site, relative to the notebook's page; a warning when it leads nowhere."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path:
+        return url
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(page), repo_link(page, url, staging) or unquote(parts.path)))
+    if target.startswith("../") or not (staging / target).is_file():
+        log.warning(f"Doc file '{page}' contains a link '{url}', but the target is not found among documentation files.")
+        return url
+
+    def as_page(uri: str) -> File:  # the notebooks' pages sit where .md pages of the same (unlocalised) name would
+        uri = re.sub(r"(\.zh)?\.ipynb$", ".md", uri)
+        return File(uri, str(staging), str(staging), use_directory_urls)
+
+    return as_page(target).url_relative_to(as_page(page)) + (f"#{parts.fragment}" if parts.fragment else "")

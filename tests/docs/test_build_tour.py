@@ -1,0 +1,52 @@
+"""docs/build_tour.py: a chapter runs in a kernel that imports this checkout, draws its figures inline,
+and a chapter that fails or runs too long is refused in one line naming it."""
+
+import nbformat
+import pytest
+
+from tests.docs.conftest import EXAMPLE, REPO, build_tour
+
+HEADER = EXAMPLE.read_text(encoding="utf-8").split("# %%", 1)[0]
+
+
+def chapter(tmp_path, code: str):
+    path = tmp_path / "07-probe.py"
+    path.write_text(HEADER + '# %% [markdown] lang="en"\n# # 7 · Probe\n\n# %% [markdown] lang="zh"\n# # 第 7 章 · 探针\n\n'
+                    f"# %%\n{code}\n", encoding="utf-8")
+    return path
+
+
+def test_the_kernel_imports_this_checkout_and_draws_inline(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # as when the chapters run as scripts; the kernel must not inherit it
+    nb = build_tour.execute(chapter(tmp_path, "import matplotlib.pyplot as plt\nimport redthread\n"
+                                               "print(redthread.__file__)\nplt.plot([0, 1])\nplt.show()"))
+    outputs = nb.cells[-1].outputs
+    assert outputs[0].text.strip() == str(REPO / "src" / "redthread" / "__init__.py")
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+
+
+def test_each_language_keeps_its_own_markdown_and_every_code_cell(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 1 · A", metadata={"lang": "en"}),
+        nbformat.v4.new_markdown_cell("# 第 1 章 · 甲", metadata={"lang": "zh"}),
+        nbformat.v4.new_code_cell("print(1)"),
+    ])
+    assert [c.source for c in build_tour.language_version(nb, "en").cells] == ["# 1 · A", "print(1)"]
+    assert [c.source for c in build_tour.language_version(nb, "zh").cells] == ["# 第 1 章 · 甲", "print(1)"]
+    paths = build_tour.write(nb, tmp_path / "01-a.py", tmp_path / "out")
+    assert {lang: p.name for lang, p in paths.items()} == {"en": "01-a.ipynb", "zh": "01-a.zh.ipynb"}
+
+
+def test_a_failing_chapter_is_named_with_its_error(tmp_path):
+    with pytest.raises(build_tour.ChapterFailed, match=r"^07-probe\.py: cell 2 failed: .*ZeroDivisionError"):
+        build_tour.execute(chapter(tmp_path, "1 / 0"))
+
+
+def test_a_chapter_past_its_time_is_stopped(tmp_path):
+    with pytest.raises(build_tour.ChapterFailed, match=r"^07-probe\.py: ran past 10 s"):
+        build_tour.execute(chapter(tmp_path, "import time\ntime.sleep(120)"), timeout=10)
+
+
+def test_the_command_refuses_a_missing_chapter(tmp_path, capsys):
+    assert build_tour.main([str(tmp_path / "nope.py"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: no such chapter: {tmp_path / 'nope.py'}"

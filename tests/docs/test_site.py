@@ -1,0 +1,109 @@
+"""The docs site: `mkdocs build --strict` passes, and the site holds what it promises.
+
+Each chapter in English and in Chinese with the outputs of its one execution, the API page of a module,
+the CLI page with every subcommand, links to source files turned into the site's pages; and a copy of
+the docs with broken links fails the strict build, naming each one.
+"""
+
+import re
+import shutil
+
+import nbformat
+import yaml
+
+from redthread.cli import build_parser
+from tests.docs.conftest import CHAPTERS, DOCS, EXAMPLE, REPO, build_site, build_tour
+
+
+def page(site, path: str) -> str:
+    return (site / path / "index.html").read_text(encoding="utf-8")
+
+
+def test_every_chapter_has_an_english_and_a_chinese_page_with_its_outputs(site, executed_tour):
+    for chapter in CHAPTERS:
+        nb = nbformat.read(executed_tour.notebooks(chapter)["en"], as_version=4)
+        figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        en, zh = page(site, f"tour/{chapter.stem}"), page(site, f"zh/tour/{chapter.stem}")
+        for html, lang in ((en, "en"), (zh, "zh")):
+            assert "jp-OutputArea-output" in html, f"{chapter.name} ({lang}): no output cell"
+            assert html.count("<img") >= figures, f"{chapter.name} ({lang}): not every figure is on the page"
+        assert en.count("<img") == zh.count("<img"), f"{chapter.name}: the two languages show different figures"
+        assert "## Try this" in chapter.read_text(encoding="utf-8")
+        assert "Try this" in en and "试一试" not in en
+        assert "试一试" in zh and "Try this" not in zh
+    assert 'href="00-example/"' in page(site, "tour") and 'href="00-example/"' in page(site, "zh/tour")
+
+
+def test_the_fixture_chapters_printed_numbers_and_links_are_on_both_pages(site, executed_tour):
+    nb = nbformat.read(executed_tour.notebooks(EXAMPLE)["en"], as_version=4)
+    printed = [o.text.strip() for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "stream"]
+    assert printed
+    for path in ("tour/00-example", "zh/tour/00-example"):
+        html = page(site, path)
+        assert all(text in html for text in printed), path
+        assert 'href="../../claims/"' in html  # ../claims.md, as the site's URL
+
+
+def test_the_site_has_the_api_page_of_a_module(site):
+    html = page(site, "api/layers/attention")
+    assert 'id="redthread.layers.attention.MultiHeadAttention"' in html
+    assert 'id="redthread.layers.attention.scaled_dot_product_attention"' in html
+    index = page(site, "api")
+    assert 'href="../api/layers/attention/#redthread.layers.attention.MultiHeadAttention"' in index or \
+        'href="layers/attention/#redthread.layers.attention.MultiHeadAttention"' in index
+    assert page(site, "zh/api/layers/attention").count('id="redthread.layers.attention.MultiHeadAttention"') == 1
+
+
+def test_the_cli_page_lists_every_subcommand_and_its_flags(site):
+    html = page(site, "cli")
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    assert len(subparsers.choices) >= 5
+    for name, sub in subparsers.choices.items():
+        assert f"<code>redthread {name}</code>" in html, name
+        for action in sub._actions:
+            for flag in action.option_strings:
+                assert flag in html, f"redthread {name} {flag}"
+
+
+def test_links_to_source_files_become_the_sites_pages(site):
+    claims = page(site, "claims")
+    assert 'href="../api/layers/attention/"' in claims
+    assert "src/redthread" not in re.sub(r"<pre.*?</pre>", "", claims, flags=re.S)
+    assert not [p for p in site.rglob("*") if p.suffix in (".py", ".ipynb")], "a source file was copied as a page"
+
+
+def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_tour):
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs, ignore=shutil.ignore_patterns("__pycache__", "tour"))
+    (docs / "tour").mkdir()
+    with open(docs / "architecture.md", "a", encoding="utf-8") as f:
+        f.write("\n[a page](no-such-page.md), [a module](../src/redthread/no_such_module.py), "
+                "[an anchor](claims.md#no-such-anchor), [an object][redthread.no_such_object]\n")
+    # a chapter with a broken link, executed; and one never executed
+    chapter = docs / "tour" / "00-example.py"
+    chapter.write_text(EXAMPLE.read_text(encoding="utf-8").replace("(../claims.md)", "(../claim.md)"), encoding="utf-8")
+    shutil.copy(EXAMPLE, docs / "tour" / "01-stale.py")
+    tour = tmp_path / "tour"
+    build_tour.write(build_tour.execute(chapter), chapter, tour)
+
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = str(docs)
+    config["hooks"] = [str(DOCS / "hooks.py")]
+    plugins = {next(iter(p)) if isinstance(p, dict) else p: p for p in config["plugins"]}
+    plugins["mkdocstrings"]["mkdocstrings"]["handlers"]["python"]["paths"] = [str(REPO / "src")]
+    for language in plugins["i18n"]["i18n"]["languages"][1:]:
+        language["build"] = False  # one language is enough to see the failures
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+
+    done = build_site.mkdocs("build", tmp_path / "site", tour=tour, config=tmp_path / "mkdocs.yml",
+                             capture_output=True, text=True)
+    log = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Aborted with" in log and "strict mode" in log
+    assert "no-such-page.md" in log
+    assert "no_such_module.py" in log
+    assert "no-such-anchor" in log
+    assert "redthread.no_such_object" in log  # a cross-reference to the API that leads nowhere
+    assert "'../claim.md'" in log  # the notebook's link
+    assert "tour/01-stale.py has not been executed" in log

@@ -1,0 +1,118 @@
+"""The guided tour: every chapter executes, and every chapter keeps the contract the site is built on.
+
+The contract (docs/tour/NN-slug.py, jupytext percent format): the jupytext header; a title pair first,
+`# N · ...` then `# 第 N 章 · ...`; every markdown cell carries lang="en" or lang="zh", each English cell
+followed at once by its Chinese one; code cells carry no language and are shared; the last two cells are
+`## Try this` and `## 试一试`; links stay inside docs/; data never from the network or ../shared.
+"""
+
+import re
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from tests.docs.conftest import CHAPTERS, DOCS, EXAMPLE
+
+HEADER = """# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+"""
+LINK = re.compile(r"\]\(([^)\s]+)")
+
+
+def contract_problems(path: Path, text: str | None = None) -> list[str]:
+    """What in a chapter breaks the contract; [] when nothing does."""
+    text = path.read_text(encoding="utf-8") if text is None else text
+    problems = []
+    match = re.match(r"^(\d\d)-[a-z0-9-]+\.py$", path.name)
+    if not match:
+        return [f"{path.name}: not named NN-slug.py"]
+    n = int(match.group(1))
+    if not text.startswith(HEADER):
+        problems.append("the file does not open with the jupytext header")
+    try:
+        cells = jupytext.reads(text, fmt="py:percent").cells
+    except Exception as e:  # jupytext's own errors have no common class
+        return [*problems, f"jupytext cannot read it: {e}"]
+    markdown = [(i, c) for i, c in enumerate(cells) if c.cell_type == "markdown"]
+    for i, cell in markdown:
+        if cell.metadata.get("lang") not in ("en", "zh"):
+            problems.append(f"markdown cell {i} has no lang=\"en\" or lang=\"zh\"")
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code" and "lang" in cell.metadata:
+            problems.append(f"code cell {i} has a language: code cells are shared")
+    lang = [c.metadata.get("lang") if c.cell_type == "markdown" else None for c in cells]
+    for i, here in enumerate(lang):
+        if here == "en" and (i + 1 == len(lang) or lang[i + 1] != "zh"):
+            problems.append(f"English cell {i} is not followed by its Chinese cell")
+        if here == "zh" and (i == 0 or lang[i - 1] != "en"):
+            problems.append(f"Chinese cell {i} does not follow an English cell")
+    titles = [c.source.strip() for c in cells[:2]]
+    if len(titles) < 2 or not re.fullmatch(rf"# {n} · [^\n]+", titles[0]) or not re.fullmatch(rf"# 第 {n} 章 · [^\n]+", titles[1]):
+        problems.append(f"the first two cells are not the title pair '# {n} · ...' and '# 第 {n} 章 · ...'")
+    last = [c.source.lstrip() for c in cells[-2:]]
+    if len(last) < 2 or not last[0].startswith("## Try this") or not last[1].startswith("## 试一试"):
+        problems.append("the last two cells are not '## Try this' and '## 试一试'")
+    for i, cell in markdown:
+        for url in LINK.findall(cell.source):
+            if re.match(r"^[a-z]+:", url) or url.startswith("#"):
+                continue
+            target = (DOCS / "tour" / url.split("#")[0]).resolve()
+            if not target.is_relative_to(DOCS) or not target.exists():
+                problems.append(f"markdown cell {i} links to {url}, which is not a file of docs/")
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    if "manual_seed(0)" not in code:
+        problems.append("no torch.manual_seed(0)")
+    for bad in ("../shared", "http://", "https://"):
+        if bad in code:
+            problems.append(f"the code reaches for {bad}")
+    return problems
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_keeps_the_contract(chapter):
+    assert contract_problems(chapter) == []
+
+
+BREAKAGES = {
+    "no header": lambda t: t.split("# ---\n", 2)[2],
+    "a header of another format": lambda t: t.replace("formats: py:percent", "formats: py:light"),
+    "an English cell alone": lambda t: t.replace('# %% [markdown] lang="zh"\n# 导览章节', "# %%\n# 导览章节"),
+    "no Chinese title": lambda t: t.replace("# # 第 0 章 · 示例章节", "# # 示例章节"),
+    "a language on a code cell": lambda t: t.replace("# %%\nplt.figure", '# %% lang="en"\nplt.figure'),
+    "Try this not last": lambda t: t + "\n# %%\nprint(1)\n",
+    "a link out of docs": lambda t: t.replace("(../claims.md)。", "(../../README.md)。"),
+    "a link to nothing": lambda t: t.replace("[the claims](../claims.md)", "[the claims](../claim.md)"),
+    "no seed": lambda t: t.replace("torch.manual_seed(0)", "torch.manual_seed(1)"),
+}
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_the_contract_check_sees_a_broken_chapter(breakage):
+    text = EXAMPLE.read_text(encoding="utf-8")
+    broken = BREAKAGES[breakage](text)
+    assert broken != text
+    assert contract_problems(EXAMPLE, text) == []
+    assert contract_problems(EXAMPLE, broken) != []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_executes_once_into_both_languages(chapter, executed_tour):
+    paths = executed_tour.notebooks(chapter)
+    en, zh = (nbformat.read(paths[lang], as_version=4) for lang in ("en", "zh"))
+    langs = {lang: {c.metadata.get("lang") for c in nb.cells if c.cell_type == "markdown"} for lang, nb in (("en", en), ("zh", zh))}
+    assert langs == {"en": {"en"}, "zh": {"zh"}}
+    code = [[(c.source, c.outputs) for c in nb.cells if c.cell_type == "code"] for nb in (en, zh)]
+    assert code[0] == code[1], "both languages show the same code and outputs"
+    outputs = [o for _, outs in code[0] for o in outs]
+    assert outputs, "the chapter printed or drew nothing"
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert en.metadata["redthread"]["source_sha256"] == zh.metadata["redthread"]["source_sha256"]
