@@ -35,7 +35,7 @@ TOUR = REPO / "docs" / "tour"
 OUT = REPO / "build" / "tour"
 CHAPTER = re.compile(r"^\d\d-[a-z0-9-]+\.py$")
 LANGUAGES = ("en", "zh")
-CHAPTER_TIMEOUT = 300  # seconds for a whole chapter; the contract asks for <= 2 min on two cores
+CHAPTER_TIMEOUT = 300  # seconds for a whole chapter: each is written to run in under 2 min on two cores, and a busy machine needs room
 
 
 class ChapterFailed(RuntimeError):

@@ -9,8 +9,10 @@ import pytest
 PROBE = """
 import sys, types, matplotlib
 matplotlib.use("svg")  # a backend someone chose before importing redthread
-if {kernel}:
-    sys.modules["ipykernel"] = types.ModuleType("ipykernel")  # as inside a Jupyter kernel
+import ipykernel  # imported, as the notebook tests do: not yet a kernel
+if {kernel}:  # as inside a running Jupyter kernel
+    shell = types.SimpleNamespace(config={{"IPKernelApp": {{}}}})
+    sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: shell)
 import redthread.viz.figures, redthread.experiments.report
 print(matplotlib.get_backend())
 """

@@ -135,7 +135,7 @@ def build_parser() -> Parser:
 
     train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
     run = train.add_argument_group("data and run folder")
-    run.add_argument("--data", help="a UTF-8 text file, or tang300 (the Three Hundred Tang Poems, shipped) (default: Shakespeare's 37 plays)")
+    run.add_argument("--data", help="a UTF-8 text file, or a text shipped with redthread: tinyshakespeare, tang300 (the Three Hundred Tang Poems) (default: Shakespeare's 37 plays)")
     run.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
                      help="char: one token per character; bpe: byte-level BPE trained on the data (default char)")
     run.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
@@ -174,8 +174,8 @@ def build_parser() -> Parser:
     _add_sampling_flags(sample)
 
     ladder = sub.add_parser("ladder", help="train every rung (counts, bigram, MLP, RNN, LSTM, GRU, Transformer) on the same data; compare")
-    ladder.add_argument("--data", help="shakespeare (default), tang300 (the Three Hundred Tang Poems), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
-    ladder.add_argument("--lines", metavar="FILE", help="a file of one example per line (e.g. names), instead of --data")
+    ladder.add_argument("--data", help="shakespeare (default), tinyshakespeare, tang300 (the Three Hundred Tang Poems), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
+    ladder.add_argument("--lines", metavar="FILE", help="a file of one example per line, or names (makemore's names.txt, shipped), instead of --data")
     ladder.add_argument("--regression", choices=("linear", "sine", "heteroscedastic"),
                         help="the regression rungs on synthetic data with a known E[y|x], instead of the sequence rungs")
     ladder.add_argument("--images", choices=("digits",),
@@ -246,7 +246,7 @@ def build_parser() -> Parser:
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
-    ev.add_argument("--data", help="a UTF-8 text file or tang300 (default: the run's own data)")
+    ev.add_argument("--data", help="a UTF-8 text file, tinyshakespeare or tang300 (default: the run's own data)")
     ev.add_argument("--split", choices=("val", "train"), default="val", help="which split to score: val (default) or train")
     ev.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     return parser

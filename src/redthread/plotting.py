@@ -11,11 +11,18 @@ from __future__ import annotations
 import sys
 
 
+def in_kernel() -> bool:
+    """Whether this process runs a Jupyter kernel now (not merely has ipykernel imported)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
 def pyplot():
     """matplotlib.pyplot, with the Agg backend unless this process is a Jupyter kernel."""
     import matplotlib
 
-    if "ipykernel" not in sys.modules:
+    if not in_kernel():
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -35,13 +35,26 @@ def test_qk_norm_gives_every_head_query_and_key_unit_rms_and_the_fused_path_agre
         torch.testing.assert_close(v.pow(2).mean(-1), torch.ones(v.shape[:-1]), atol=1e-3, rtol=0)  # up to rms_norm's eps
 
 
-def test_qk_norm_off_leaves_the_projections_as_they_are():
+def test_qk_norm_adds_no_parameters_and_normalises_queries_and_keys_only():
     torch.manual_seed(0)
     plain = MultiHeadAttention(16, 2, causal=True)
     normed = MultiHeadAttention(16, 2, causal=True, qk_norm=True)
     normed.load_state_dict(plain.state_dict())  # no new parameters
     x = torch.randn(1, 5, 16)
+    q, k, v = plain._heads(plain.qkv_proj(x), 3)  # (B, H, T, D) each
+    rms = lambda t: F.rms_norm(t, (8,))  # noqa: E731
+    want = F.scaled_dot_product_attention(rms(q), rms(k), v, is_causal=True)  # values untouched
+    torch.testing.assert_close(normed(x)[0], plain.out_proj(want.transpose(1, 2).reshape(1, 5, 16)))
     assert not torch.allclose(plain(x)[0], normed(x)[0])
+
+
+def test_qk_norm_in_cross_attention_explicit_and_fused_agree():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, qk_norm=True).double()
+    x, context = torch.randn(2, 3, 16, dtype=torch.float64), torch.randn(2, 6, 16, dtype=torch.float64)
+    fused, _ = mha(x, context=context)
+    explicit, _ = mha(x, context=context, need_weights=True)
+    torch.testing.assert_close(fused, explicit)
 
 
 def test_relu2_is_relu_squared():

@@ -144,6 +144,21 @@ def test_a_monitor_sees_the_training_seconds_its_own_time_left_out_and_can_stop_
     assert all(a < b for a, b in zip(seconds, seconds[1:]))
 
 
+def test_a_run_that_reaches_max_iters_before_its_time_budget_still_decays_on_its_steps(tmp_path, monkeypatch):
+    import redthread.train.loop as loop
+
+    monkeypatch.setattr(loop, "time", FakeClock(0.001))  # 40 steps take well under the 1000-s budget
+    cfg = TrainConfig(max_iters=40, batch_size=4, eval_interval=10**6, eval_batches=1, log_interval=1,
+                      lr=1e-3, min_lr=1e-5, warmup_iters=5, max_time=1000.0)
+    train(fresh_model(), make_data(), cfg, run_dir=tmp_path / "run", progress=False)
+    lrs = [r["lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "lr" in r]
+    on_steps = TrainConfig(**{**cfg.to_dict(), "max_time": None})
+    assert lrs == pytest.approx([lr_at(s, on_steps) for s in range(40)])  # warm-up and decay on the steps
+    assert lrs[-1] < 0.02 * cfg.lr  # near min_lr (1e-5) at the last step
+    # the other way round, the clock further along than the steps: the schedule follows the clock
+    assert lr_at(10, cfg, elapsed=900.0) == lr_at(0, cfg, elapsed=900.0) != lr_at(10, on_steps)
+
+
 def test_progress_lines_on_the_clock_say_how_much_of_the_budget_is_spent(tmp_path, monkeypatch):
     import redthread.train.loop as loop
 

@@ -7,6 +7,7 @@ import torch
 
 from redthread.errors import InvalidValue
 from redthread.models.mlp import MLPLM, MLPConfig
+from redthread.models.regression import SoftmaxRegression
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, read_metrics, train
@@ -30,6 +31,7 @@ def test_muon_takes_the_hidden_matrices_and_nothing_else(tie):
     assert not any("emb" in n or "lm_head" in n or "norm" in n for n in names)
     mlp = MLPLM(MLPConfig(vocab_size=11, context=3, d_embed=4, d_hidden=8))
     assert names_of(mlp, hidden_matrices(mlp)) == ["hidden.weight"]
+    assert hidden_matrices(SoftmaxRegression(4, 3)) == []  # its one layer is the output layer
 
 
 def test_muon_and_adamw_step_as_one_with_one_schedule():
@@ -62,6 +64,7 @@ def test_the_state_dict_of_two_optimizers_round_trips_in_torchs_format():
     again = make_optimizer(fresh_model(), TrainConfig(optimizer="muon"), CPU)
     again.load_state_dict(sd)
     for a, b in zip(opt.optimizers, again.optimizers):
+        assert len(a.state) == len(b.state) > 0  # both optimizers' moments came back
         for sa, sb in zip(a.state.values(), b.state.values()):
             assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa if isinstance(sa[k], torch.Tensor))
 

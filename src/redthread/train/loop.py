@@ -10,8 +10,9 @@ for the hidden matrices (`train/optimizers.py`), a linear warm-up then cosine de
 learning rate, on steps or on the clock of a time budget, gradient clipping, gradient
 accumulation, periodic validation NLL (nats/token, perplexity, bits per character), a live
 progress bar, metrics in `metrics.jsonl`, a loss-curve PNG, and atomic checkpoints from which
-`resume=True` continues exactly as if the run had never stopped. Under torchrun the same loop
-trains data-parallel over processes (`train/distributed.py`).
+`resume=True` continues exactly as if the run had never stopped (a run on a time budget goes on
+from the seconds it had spent, though its learning rates follow a clock no rerun repeats exactly).
+Under torchrun the same loop trains data-parallel over processes (`train/distributed.py`).
 
 Speed and memory, each its own module: the precision (fp32, bf16 or fp16 autocast with a loss
 scale, chosen from what the device can do; TF32 matmuls on Ampere+: `train/precision.py`),
@@ -87,7 +88,7 @@ class TrainConfig:
     log_interval: int = 10  # steps between loss lines in metrics.jsonl
     seed: int = 1337  # the initial weights and the batches
     device: str = "auto"  # auto (a GPU when there is one), cpu, cuda, cuda:N or mps
-    max_time: float | None = None  # seconds of training, validation estimates included; the schedule then runs on the clock (warmup_frac, decay to min_lr at the end) and max_iters only caps the steps
+    max_time: float | None = None  # seconds of training, validation estimates included; the run ends at max_iters or when they are spent, and the schedule follows whichever comes first (on the clock: warmup_frac, then decay to min_lr)
     warmup_frac: float = 0.05  # with max_time: the share of the time budget spent warming up (warmup_iters counts steps otherwise)
     precision: str = "auto"  # auto (the best the device can do), fp32, bf16 or fp16 (train/precision.py)
     compile: bool = False  # torch.compile the training forward
@@ -152,11 +153,14 @@ class TrainResult:
 def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
     """Linear warm-up to lr, then cosine decay to min_lr.
 
-    On steps: warm-up for warmup_iters steps, decay until max_iters. On the clock, when the run has a
-    time budget (max_time) and `elapsed` seconds of it are spent: warm-up for its first warmup_frac,
-    decay until it is spent. A run that gets fewer steps than hoped still completes its schedule.
+    On steps: warm-up for warmup_iters steps, decay until max_iters. With a time budget (max_time)
+    and `elapsed` seconds of it spent, on whichever clock is further along, since the run ends when
+    the first one runs out: on the seconds, warm-up for the budget's first warmup_frac and decay until
+    it is spent; so a run that gets fewer steps than hoped still completes its schedule, and one that
+    reaches max_iters first still decays on its steps.
     """
-    if cfg.max_time is None or elapsed is None:
+    on_steps = cfg.max_time is None or elapsed is None or (step + 1) / cfg.max_iters >= elapsed / cfg.max_time
+    if on_steps:
         if step < cfg.warmup_iters:
             return cfg.lr * (step + 1) / cfg.warmup_iters
         progress = min(1.0, (step - cfg.warmup_iters) / max(1, cfg.max_iters - cfg.warmup_iters))
@@ -494,7 +498,7 @@ def train(
                 tok_s = tokens_since_log / max(now - t_log, 1e-9)
                 tokens_total += tokens_since_log
                 t_log, tokens_since_log = now, 0
-                row = {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": spent + now - t0}
+                row = {"step": step, "loss": last_loss, "lr": lr, "tokens_per_s": tok_s, "elapsed": clock()}
                 info = f"loss {last_loss:.3f}  {tok_s:,.0f} tok/s"
                 if flops_per_token is not None:
                     row["mfu"] = mfu(tok_s / world, flops_per_token, peak)  # per device

@@ -18,8 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from redthread.errors import InvalidValue
+
 OPTIMIZERS = ("adamw", "muon")
-OUTPUT_LAYERS = ("lm_head", "head")  # the ladder's names for the layer that maps to the outputs
+OUTPUT_LAYERS = ("lm_head", "head", "linear")  # the ladder's names for the layer that maps to the outputs
 
 
 def hidden_matrices(model: nn.Module) -> list[nn.Parameter]:
@@ -47,6 +49,8 @@ def make_optimizer(model: nn.Module, cfg, device: torch.device):
     adamw = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cuda", "cpu"))
     if not muon:
         return adamw
+    if not hasattr(torch.optim, "Muon"):
+        raise InvalidValue(f"optimizer muon needs torch >= 2.9 (torch.optim.Muon); this is torch {torch.__version__}")
     matrices = [p for p in params if id(p) in muon]
     return Combined([adamw, torch.optim.Muon(matrices, lr=cfg.lr, weight_decay=cfg.weight_decay,
                                              momentum=cfg.momentum, adjust_lr_fn="match_rms_adamw")])
@@ -55,7 +59,8 @@ def make_optimizer(model: nn.Module, cfg, device: torch.device):
 class Combined:
     """Several optimizers stepped as one. Its param groups are theirs, in order, and its state dict
     is in torch's own format (groups and states numbered on from one optimizer to the next), so the
-    schedule, checkpoints and the resume checks see a single optimizer."""
+    schedule, checkpoints and the resume checks see a single optimizer. It is not a
+    torch.optim.Optimizer (no add_param_group): torch's LR schedulers do not drive it, the loop's does."""
 
     def __init__(self, optimizers: list[torch.optim.Optimizer]):
         self.optimizers = optimizers

@@ -60,8 +60,10 @@ def payload_tab(kind: str, queries: list[str], keys: list[str], weights, image: 
     tab = {"kind": kind, "queries": list(queries), "keys": list(keys), "weights": _array(weights)}
     if image is not None:
         tab["image"] = image
-    if vectors is not None:
+    if isinstance(vectors, dict):
         tab["vectors"] = {**vectors, "q": _array(vectors.get("q")), "k": _array(vectors.get("k"))}
+    elif vectors is not None:
+        tab["vectors"] = vectors  # not an object: _check_tab names it
     return _check_tab(tab, 0)  # checks the shapes and rounds the numbers into nested lists
 
 
