@@ -211,7 +211,7 @@ print("ours vs torch:", (out - out_torch).abs().max().item())
 print("row sums:", weights.sum(-1).tolist())
 
 # %% [markdown] lang="en"
-# ## Why divide by $\sqrt{d_k}$
+# ## Why divide by √d_k
 #
 # If the entries of $q$ and $k$ are independent with mean 0 and variance 1, then $q \cdot k = \sum_{m=1}^{d_k} q_m k_m$
 # is a sum of $d_k$ terms of variance 1: its variance is $d_k$ ([C7](../claims.md)). With large $d_k$ the scores
@@ -222,7 +222,7 @@ print("row sums:", weights.sum(-1).tolist())
 # queries, each against 32 random keys:
 
 # %% [markdown] lang="zh"
-# ## 为什么要除以 $\sqrt{d_k}$
+# ## 为什么要除以 √d_k
 #
 # 如果 $q$ 和 $k$ 的各个分量相互独立、均值为 0、方差为 1，那么 $q \cdot k = \sum_{m=1}^{d_k} q_m k_m$ 是 $d_k$ 个方差为 1 的项之和，
 # 方差就是 $d_k$（[C7](../claims.md)）。$d_k$ 很大时，分数分布得很开，而分数差距很大时的 softmax 几乎是 one-hot：

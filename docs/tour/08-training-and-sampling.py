@@ -241,7 +241,7 @@ print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the en
 # 训练循环在每次评估时都会保存检查点，所以训练可以随时停下，再从任何一个检查点继续（`resume=True`）。
 
 # %% [markdown] lang="en"
-# ## Sampling: from $P(\text{next} \mid \text{context})$ to a choice
+# ## Sampling: from P(next | context) to a choice
 #
 # Generation repeats one step: compute the logits $z$ of the next token, turn them into a distribution, draw
 # a token, append it, go on. Before the draw, a few **processors** may reshape the distribution, always in
@@ -260,7 +260,7 @@ print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the en
 # processors in their fixed order; each takes the logits and the context):
 
 # %% [markdown] lang="zh"
-# ## 采样：从 $P(\text{下一个} \mid \text{上下文})$ 到一次选择
+# ## 采样：从 P(下一个 | 上下文) 到一次选择
 #
 # 生成就是重复同一步：算出下一个词元的 logits $z$，变成概率分布，抽一个词元，接到末尾，继续。
 # 在抽样之前，可以用几个**处理器**改造这个分布，顺序永远固定（重复惩罚 → 温度 → top-k → top-p → min-p），

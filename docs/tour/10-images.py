@@ -188,7 +188,7 @@ plt.show()
 # 注意力权重说明的是信息从哪里读取，而不是答案为什么是 1。
 
 # %% [markdown] lang="en"
-# ## Captions: $P(\text{word} \mid \text{words before}, \text{image})$
+# ## Captions: P(word | words before, image)
 #
 # A caption is text, so it is generated exactly as in chapter 8, one word at a time, except that every
 # distribution is also conditioned on the image:
@@ -214,7 +214,7 @@ plt.show()
 # is new to the model.
 
 # %% [markdown] lang="zh"
-# ## 图像描述：$P(\text{词} \mid \text{前面的词}, \text{图像})$
+# ## 图像描述：P(词 | 前面的词, 图像)
 #
 # 图像描述也是文本，所以它的生成方式和第 8 章完全一样，一次一个词，只是每个分布还要以图像为条件：
 #
