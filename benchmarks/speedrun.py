@@ -33,12 +33,13 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-from common import ModelSize, adamw, environment, hf_logits, make_hf_gpt2, unique_params, write_json
-from torch.nn import functional as F
+from common import ModelSize, environment, hf_logits, make_hf_gpt2, median, write_json
+from train_throughput import batches, train_step
 
 from redthread.data import text_path
 from redthread.data.lm import LMData, load_splits
 from redthread.models.transformer import TransformerConfig, TransformerLM
+from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
 
 BUDGET = 180.0  # seconds of training
@@ -120,41 +121,24 @@ def hf_check(rounds: int, steps: int) -> dict:
     torch.manual_seed(0)
     ours = TransformerLM(TransformerConfig(vocab_size=65, **NANOGPT["model"]))
     hf = make_hf_gpt2(size)
-    gen = torch.Generator().manual_seed(1234)
-    ids = torch.randint(65, (8, 12, 65), generator=gen)
-    batches = [(b[:, :-1].contiguous(), b[:, 1:].contiguous()) for b in ids]  # (12, 64) each
-    peers = {"redthread (a)": (ours, ours), "HF GPT2LMHeadModel": (hf, hf_logits(hf))}
-    steps_of, rates = {}, {name: [] for name in peers}
-    for name, (model, forward) in peers.items():
-        params, opt = unique_params(model), adamw(model, fused=True)
-
-        def step(x, y, forward=forward, params=params, opt=opt):
-            logits = forward(x)  # (B, T, V)
-            F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1)).backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
-        steps_of[name] = step
-        for x, y in batches[:3]:  # warm-up
+    data = batches(size, batch_size=12)  # (12, 64) each
+    steps_of = {"redthread (a)": train_step(ours, ours, fused=True), "HF GPT2LMHeadModel": train_step(hf_logits(hf), hf, fused=True)}
+    rates = {name: [] for name in steps_of}
+    for step in steps_of.values():
+        for x, y in data[:3]:  # warm-up
             step(x, y)
     for r in range(rounds):
-        for name in (list(peers) if r % 2 == 0 else list(peers)[::-1]):
+        for name in (list(steps_of) if r % 2 == 0 else list(steps_of)[::-1]):
             t = time.perf_counter()
             for i in range(steps):
-                x, y = batches[i % len(batches)]
-                steps_of[name](x, y)
+                steps_of[name](*data[i % len(data)])
             rates[name].append(steps * 12 * 64 / (time.perf_counter() - t))
-    med = {name: sorted(r)[len(r) // 2] for name, r in rates.items()}
+    med = {name: median(r) for name, r in rates.items()}
     return {"tokens_per_s": med, "ratio": med["redthread (a)"] / med["HF GPT2LMHeadModel"], "rounds": rates}
 
 
 def plot(arms: list[Arm], out: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for arm in arms:
         ax.plot([c["seconds"] for c in arm.checks], [c["nll"] for c in arm.checks], "o-", ms=3, label=arm.name)

@@ -38,6 +38,7 @@ MODEL = dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0, pos=
 TRAIN = dict(batch_size=24, lr=2e-3, min_lr=2e-4, warmup_frac=0.05, eval_interval=10**9, eval_batches=10, log_interval=10)
 SCORING_SHARE = 0.12  # of the budget, at most, for scoring the Transformer on validation text
 SAMPLE_TOKENS = 240
+COUNTING_S = 2.0  # about what counting both baselines over the training split takes
 SPEAKERS = ("ROMEO.", "JULIET.", "HAMLET.")  # each sample starts as a speech of one of them
 
 
@@ -95,11 +96,11 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     scoring_s = scored / score_rate
     sampling_s = len(SPEAKERS) * SAMPLE_TOKENS * token_s
     setup_s = time.perf_counter() - t_start
-    training_s = max(budget - setup_s - scoring_s - sampling_s - 2.0, 0.25 * budget)  # 2 s: counting the baselines
+    training_s = max(budget - setup_s - scoring_s - sampling_s - COUNTING_S, 0.25 * budget)
     part = "every validation character" if scored == len(val_tokens) else f"the first {scored:,} validation characters"
     say(f"plan, about {minutes:g} min in all: {setup_s:.0f} s setting up (done), {training_s:.0f} s training "
         f"(~{training_s / step_s:,.0f} steps at {1 / step_s:.1f} steps/s), ~{scoring_s:.0f} s scoring {part} "
-        f"once, ~{sampling_s + 2:.0f} s counting the baselines and writing\n")
+        f"once, ~{sampling_s + COUNTING_S:.0f} s counting the baselines and writing\n")
 
     run = train_language_model(
         out, None, "char", None, MODEL, {**TRAIN, "max_time": training_s, "max_iters": 10**9, "device": device},

@@ -126,13 +126,12 @@ class MultiHeadAttention(nn.Module):
             k = self._norm(k)
             return (q, *cache.update(k, v)) if cache is not None else (q, k, v)
         qkv = self._heads(self.qkv_proj(x), 3)  # (3, B, H, T, D), one matmul for all three
-        if self.qk_norm:
-            qkv = torch.cat((self._norm(qkv[:2]), qkv[2:]))
         if self.rotary is None:
             q, k, v = qkv.unbind(0)  # unbind (not indexing): its backward is one stack, no zero-fill
-        else:  # rotate q and k together, from this chunk's first position
+            q, k = self._norm(q), self._norm(k)
+        else:  # normalise, then rotate q and k together, from this chunk's first position
             qk, v = qkv.split((2, 1))
-            q, k = self.rotary(qk, 0 if cache is None else cache.length).unbind(0)
+            q, k = self.rotary(self._norm(qk), 0 if cache is None else cache.length).unbind(0)
             v = v.squeeze(0)
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H, S, D): past + new

@@ -140,7 +140,7 @@ class DecodeStep:
         self.norm1, self.norm2 = block.self_attn_res.norm, block.ffn_res.norm
         self.pre = block.self_attn_res.pre
         self.n_head, self.d_head, self.scale, self.rotary = attn.n_head, attn.d_head, attn.scale, attn.rotary
-        self.qk_norm = attn.qk_norm
+        self.norm_qk = attn._norm  # QK-norm where the block has it, else the identity
 
     def __call__(self, x: Tensor, cache: LayerCache) -> Tensor:
         if self.pre:
@@ -152,13 +152,10 @@ class DecodeStep:
     def attend(self, x: Tensor, cache: KVCache) -> Tensor:
         B, C = x.shape
         qkv = _linear(x, *self.qkv).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
-        if self.qk_norm:
-            qkv = torch.cat((F.rms_norm(qkv[:, :2], (self.d_head,)), qkv[:, 2:]), dim=1)
-        if self.rotary is None:
-            q, k, v = qkv.unbind(1)  # (B, H, 1, D) each
-        else:
-            q, k = self.rotary(qkv[:, :2], cache.length).unbind(1)
-            v = qkv[:, 2]
+        qk, v = self.norm_qk(qkv[:, :2]), qkv[:, 2]  # (B, 2, H, 1, D), (B, H, 1, D)
+        if self.rotary is not None:
+            qk = self.rotary(qk, cache.length)
+        q, k = qk.unbind(1)  # (B, H, 1, D) each
         k, v = cache.update(k, v)  # (B, H, S, D)
         y = F.scaled_dot_product_attention(q, k, v, scale=self.scale)  # one query: every cached key is visible
         return _linear(y.reshape(B, C), *self.out)  # (B, H, 1, D) -> (B, C) -> (B, C)

@@ -118,14 +118,16 @@ def maximum(t: Tensor) -> Tensor:
     return t
 
 
-def any_rank(*flags: bool) -> tuple[bool, ...]:
-    """For each flag, whether it holds on any rank: decisions every rank must take together (a time
-    budget, a stop signal), in one all-reduce."""
+def agree(seconds: float, signalled: bool) -> tuple[float, bool]:
+    """What every rank must decide together after a step, in one all-reduce: the seconds of training
+    (the latest rank's clock, for the time budget and the learning rate) and whether any rank got a
+    stop signal."""
     if world_size() == 1:
-        return flags
-    t = torch.tensor([int(f) for f in flags], device="cuda" if dist.get_backend() == "nccl" else "cpu")
+        return seconds, signalled
+    t = torch.tensor([seconds, float(signalled)], dtype=torch.float64, device="cuda" if dist.get_backend() == "nccl" else "cpu")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return tuple(bool(f) for f in t.tolist())
+    seconds, signalled = t.tolist()
+    return seconds, bool(signalled)
 
 
 class Terminated(KeyboardInterrupt):
@@ -138,7 +140,7 @@ class StopSignals:
     torchrun starts its workers in sessions of their own: Ctrl-C reaches torchrun, which sends the
     same signal to every worker and kills them 30 s later. A worker that raised KeyboardInterrupt at
     once would leave the others waiting inside a collective, and nothing would be saved. So the
-    handler only notes the signal; the loop asks `any_rank(stop.seen)` after each step, and the
+    handler only notes the signal; the loop asks `agree(..., stop.seen)` after each step, and the
     ranks save that step together and stop. A second SIGINT stops at once. In one process Ctrl-C
     raises KeyboardInterrupt as usual, and SIGTERM (a scheduler's or `kill`'s stop) raises
     `Terminated`, a KeyboardInterrupt, so both save the last step; inside `deferred()` (a save in

@@ -399,14 +399,7 @@ def train(
         """Seconds of training so far, validation estimates and saves included (and before a resume)."""
         return spent + time.perf_counter() - t0 - paused
 
-    def scheduled_lr() -> float:
-        if cfg.max_time is None:
-            return lr_at(step, cfg)
-        elapsed = clock()
-        if world > 1:  # the clocks of the ranks differ a little; every rank must step with the same rate
-            elapsed = distributed.maximum(torch.tensor(elapsed, dtype=torch.float64, device=device)).item()
-        return lr_at(step, cfg, elapsed)
-
+    elapsed = spent  # the clock as every rank agreed on it after the last step: the budget and the learning rate read it
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
     last_loss, val_nll = float("nan"), None
@@ -459,7 +452,7 @@ def train(
         while step < cfg.max_iters:
             # the random state this step starts from: an interrupted step is redone from here on --resume
             rng_at_step, updating = _rng_state(generator), False
-            lr = scheduled_lr()
+            lr = lr_at(step, cfg, elapsed if cfg.max_time is not None else None)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             for micro in range(cfg.grad_accum):
@@ -519,15 +512,14 @@ def train(
                 t_log += time.perf_counter() - t_monitor  # nor of the tokens/s
                 if stop_here:
                     break
-            over_time = cfg.max_time is not None and clock() > cfg.max_time
-            if world > 1 or over_time:  # one all-reduce: every rank takes these decisions together
-                over_time, signalled = distributed.any_rank(over_time, stop.seen)
-                if signalled and step < cfg.max_iters:  # Ctrl-C under torchrun: save this step, then stop
-                    if step % cfg.eval_interval != 0:  # else saved just above
-                        checkpoint()
-                    if log and run_dir is not None:
-                        log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
-                    raise KeyboardInterrupt
+            elapsed, signalled = distributed.agree(clock(), stop.seen)  # one all-reduce under torchrun
+            over_time = cfg.max_time is not None and elapsed > cfg.max_time
+            if signalled and step < cfg.max_iters:  # Ctrl-C under torchrun: save this step, then stop
+                if step % cfg.eval_interval != 0:  # else saved just above
+                    checkpoint()
+                if log and run_dir is not None:
+                    log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
+                raise KeyboardInterrupt
             if over_time:
                 if log:
                     log(f"time budget of {cfg.max_time:.0f}s spent at step {step}")

@@ -69,10 +69,6 @@ class Combined:
     def param_groups(self) -> list[dict]:
         return [g for opt in self.optimizers for g in opt.param_groups]
 
-    @property
-    def state(self) -> dict:
-        return {p: s for opt in self.optimizers for p, s in opt.state.items()}
-
     def step(self) -> None:
         for opt in self.optimizers:
             opt.step()
