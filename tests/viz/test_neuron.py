@@ -108,14 +108,8 @@ def hf_heads(x, H):
     return x.view(B, T, H, C // H).transpose(1, 2)
 
 
-def test_recorded_q_and_k_of_a_converted_bert_match_transformers(tmp_path):
-    hf = hf_bert(tmp_path)
-    ours = rt.from_pretrained(tmp_path)
-    idx, H = tokens((2, 12), seed=1), 4
-    seen = {}
-    hooks = [m.register_forward_hook(lambda mod, i, out, key=(n, name): seen.__setitem__(key, out))
-             for n, layer in enumerate(hf.encoder.layer)
-             for name, m in (("q", layer.attention.self.query), ("k", layer.attention.self.key))]
+def run_both(hf, ours, idx, hooks):
+    """transformers' outputs with its attentions, and our recording with every layer's q and k; then the hooks go."""
     try:
         with torch.no_grad():
             ref = hf(idx, output_attentions=True)
@@ -124,6 +118,18 @@ def test_recorded_q_and_k_of_a_converted_bert_match_transformers(tmp_path):
     finally:
         for h in hooks:
             h.remove()
+    return ref, maps
+
+
+def test_recorded_q_and_k_of_a_converted_bert_match_transformers(tmp_path):
+    hf = hf_bert(tmp_path)
+    ours = rt.from_pretrained(tmp_path)
+    idx, H = tokens((2, 12), seed=1), 4
+    seen = {}
+    hooks = [m.register_forward_hook(lambda mod, i, out, key=(n, name): seen.__setitem__(key, out))
+             for n, layer in enumerate(hf.encoder.layer)
+             for name, m in (("q", layer.attention.self.query), ("k", layer.attention.self.key))]
+    ref, maps = run_both(hf, ours, idx, hooks)
     for layer in range(2):
         qk = maps.query_key("encoder", layer)
         torch.testing.assert_close(qk.q, hf_heads(seen[(layer, "q")], H), atol=TOL, rtol=0)
@@ -137,14 +143,7 @@ def test_recorded_q_and_k_of_a_converted_gpt2_match_transformers(tmp_path):
     idx, H = tokens((2, 12), seed=5), 4
     seen = []
     hooks = [block.attn.c_attn.register_forward_hook(lambda mod, i, out: seen.append(out)) for block in hf.transformer.h]
-    try:
-        with torch.no_grad():
-            ref = hf(idx, output_attentions=True)
-            with record_attention(ours, vectors=True) as maps:
-                ours(idx)
-    finally:
-        for h in hooks:
-            h.remove()
+    ref, maps = run_both(hf, ours, idx, hooks)
     for layer in range(2):
         q, k, _ = seen[layer].split(32, dim=-1)  # c_attn: [q; k; v], (B, T, 3C)
         qk = maps.query_key("decoder", layer)
