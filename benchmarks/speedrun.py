@@ -24,11 +24,17 @@ Targets: (b)'s time to 1.90 nats/char <= 0.25x (a)'s; (b)'s 180-s figure <= 1.65
 at least 0.15 below (a)'s.
 
     PYTHONPATH=src .venv/bin/python benchmarks/speedrun.py [--json out.json] [--plot curve.png]
+
+To explore (arm (b) alone, a change to its recipe, another seed, stopping once it reaches 1.90):
+
+    PYTHONPATH=src .venv/bin/python benchmarks/speedrun.py --arms b --seed 2 --stop-at 1.90 \
+        --recipe '{"model": {"n_layer": 3}, "train": {"schedule": "cosine", "lr": 0.03}}'
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -52,10 +58,10 @@ NANOGPT = {
     "train": dict(max_iters=2000, batch_size=12, lr=1e-3, min_lr=1e-4, warmup_iters=100, beta2=0.99, weight_decay=0.1,
                   grad_clip=1.0),
 }
-RECIPE = {  # the best of the first, one-seed exploration (docs/benchmarks.md, "The speedrun"): the demo's model with Muon
-    "model": dict(n_layer=4, n_head=4, d_model=128, block_size=128, dropout=0.0, pos="rope"),
-    "train": dict(max_iters=10**9, batch_size=24, lr=2e-3, min_lr=2e-4, warmup_frac=0.05, beta2=0.99, weight_decay=0.1,
-                  grad_clip=1.0, optimizer="muon", max_time=BUDGET),
+RECIPE = {  # the best of the exploration (docs/benchmarks.md, "The speedrun"): small and fast, Muon, rsqrt on the clock
+    "model": dict(n_layer=2, n_head=4, d_model=64, block_size=128, dropout=0.0, pos="rope"),
+    "train": dict(max_iters=10**9, batch_size=24, lr=0.05, min_lr=2e-4, warmup_frac=0.005, schedule="rsqrt",
+                  cooldown_frac=0.2, beta2=0.99, weight_decay=0.1, grad_clip=1.0, optimizer="muon", max_time=BUDGET),
 }
 
 
@@ -75,6 +81,7 @@ class Arm:
     scoring_seconds: float = 0.0
     steps: int = 0
     tokens_per_s: float = 0.0
+    stopped: bool = False  # ended by --stop-at, before its budget
 
     def first_at_or_below(self, threshold: float) -> float | None:
         return next((c["seconds"] for c in self.checks if c["nll"] <= threshold), None)
@@ -83,14 +90,15 @@ class Arm:
         return self.checks[-1]["nll"]
 
 
-def run_arm(arm: Arm, data_path: str, budget: float, points: list[float]) -> Arm:
+def run_arm(arm: Arm, data_path: str, budget: float, points: list[float], seed: int = 1337,
+            stop_at: float | None = None) -> Arm:
     train_split, val_split, tokenizer = load_splits(data_path, "char")
     cfg = TransformerConfig(vocab_size=tokenizer.vocab_size, **arm.model)
     data = LMData(train_split, val_split, cfg.block_size)
-    torch.manual_seed(1337)
+    torch.manual_seed(seed)
     model = TransformerLM(cfg)
     train_cfg = TrainConfig(**{"eval_interval": 10**9, "eval_batches": 1, "log_interval": 50, "device": "cpu",
-                               "seed": 1337, **arm.train, "max_time": budget if "max_time" in arm.train else None})
+                               **arm.train, "seed": seed, "max_time": budget if "max_time" in arm.train else None})
     todo = list(points)
 
     def score(step: int, seconds: float, model: torch.nn.Module) -> None:
@@ -106,10 +114,12 @@ def run_arm(arm: Arm, data_path: str, budget: float, points: list[float]) -> Arm
         while todo and seconds >= todo[0]:
             todo.pop(0)
         score(step, seconds, model)
-        return not todo or step >= train_cfg.max_iters  # the budget is spent, or the recipe's schedule is done
+        reached = stop_at is not None and arm.checks[-1]["nll"] <= stop_at  # exploring: this is what was asked
+        return reached or not todo or step >= train_cfg.max_iters  # or the budget is spent, or the schedule is done
 
     result = train(model, data, train_cfg, progress=False, monitor=monitor)
-    if todo and arm.checks and arm.checks[-1]["step"] != result.step:  # the clock ran out between two checks
+    arm.stopped = bool(stop_at is not None and arm.checks and arm.checks[-1]["nll"] <= stop_at)
+    if todo and not arm.stopped and arm.checks and arm.checks[-1]["step"] != result.step:  # the clock ran out between two checks
         score(result.step, result.elapsed, model)
     arm.steps, arm.tokens_per_s = result.step, result.tokens_per_s
     return arm
@@ -158,52 +168,87 @@ def fmt(seconds: float | None) -> str:
     return "not reached" if seconds is None else f"{seconds:.1f} s"
 
 
+def recipe(override: str | None) -> dict:
+    """RECIPE, with the fields of a JSON {"model": {...}, "train": {...}} replacing its own."""
+    if not override:
+        return RECIPE
+    try:
+        change = json.loads(override)
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"error: --recipe is not JSON ({e})") from None
+    if not isinstance(change, dict) or set(change) - {"model", "train"}:
+        raise SystemExit('error: --recipe takes {"model": {...}, "train": {...}}')
+    return {part: {**RECIPE[part], **change.get(part, {})} for part in ("model", "train")}
+
+
+def report(a: Arm | None, b: Arm | None, budget: float, hf: dict | None) -> dict:
+    """Print the figures of the arms that ran and the targets they decide; return which are met."""
+    arms = [arm for arm in (a, b) if arm is not None]
+    print(f"{'arm':22s} {'to 1.90':>12s} {'to 1.80':>12s} {f'NLL at {budget:.0f} s':>14s} {'steps':>7s}")
+    for arm in arms:
+        print(f"{arm.name:22s} {fmt(arm.first_at_or_below(1.90)):>12s} {fmt(arm.first_at_or_below(1.80)):>12s} "
+              f"{'(stopped)' if arm.stopped else f'{arm.at_budget():.4f}':>14s} {arm.steps:>7d}")
+    if a is None or b is None:
+        print("\none arm only: no targets decided (they compare (b) with (a) in the same run)")
+        return {}
+    if a.stopped or b.stopped:
+        print("\nstopped at --stop-at: no targets decided (they need the whole budget)")
+        return {}
+    ta, tb = a.first_at_or_below(1.90), b.first_at_or_below(1.90)
+    ratio = tb / ta if ta and tb else None
+    met = {
+        "time to 1.90": ratio is not None and ratio <= TARGET_RATIO,
+        f"NLL at {budget:.0f} s": b.at_budget() <= TARGET_NLL,
+        "margin over (a)": a.at_budget() - b.at_budget() >= TARGET_MARGIN,
+        "HF check": hf is not None and hf["ratio"] >= TARGET_HF,
+    }
+    print(f"\ntime to 1.90, (b)/(a): {'n/a' if ratio is None else f'{ratio:.2f}x'} (target <= {TARGET_RATIO}x): "
+          f"{'met' if met['time to 1.90'] else 'NOT met'}")
+    print(f"(b) at {budget:.0f} s: {b.at_budget():.4f} nats/char (target <= {TARGET_NLL}): "
+          f"{'met' if met[f'NLL at {budget:.0f} s'] else 'NOT met'}; "
+          f"(a) - (b) = {a.at_budget() - b.at_budget():.4f} (target >= {TARGET_MARGIN}): {'met' if met['margin over (a)'] else 'NOT met'}")
+    return met
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(text_path("tinyshakespeare")))
     parser.add_argument("--budget", type=float, default=BUDGET, help="seconds of training per arm (180 is the protocol)")
     parser.add_argument("--hf-rounds", type=int, default=6, help="alternating rounds of the HF throughput check")
     parser.add_argument("--hf-steps", type=int, default=30, help="steps per round of the HF throughput check")
+    parser.add_argument("--arms", choices=("ab", "a", "b"), default="ab", help="which arms to run (the targets need both)")
+    parser.add_argument("--seed", type=int, default=1337, help="the initial weights and the batches of both arms")
+    parser.add_argument("--recipe", help='exploring: JSON {"model": {...}, "train": {...}} of fields that replace RECIPE\'s')
+    parser.add_argument("--stop-at", type=float, help="exploring: end an arm at its first score at or below this NLL")
     parser.add_argument("--json", help="write the figures (and both curves) here")
     parser.add_argument("--plot", help="draw both curves (NLL against training seconds) into this PNG")
     args = parser.parse_args()
     torch.set_num_threads(2)
+    best = recipe(args.recipe)
 
-    print(f"HF throughput check: arm (a)'s model against GPT2LMHeadModel, config (a), {args.hf_rounds} alternating rounds")
-    hf = hf_check(args.hf_rounds, args.hf_steps)
-    for name, rate in hf["tokens_per_s"].items():
-        print(f"  {name:20s} {rate:10,.0f} tokens/s (median)")
-    print(f"  ratio {hf['ratio']:.2f}x: {'met' if hf['ratio'] >= TARGET_HF else 'NOT met'} (needs >= {TARGET_HF:.2f}x)\n")
+    hf = None
+    if "a" in args.arms:
+        print(f"HF throughput check: arm (a)'s model against GPT2LMHeadModel, config (a), {args.hf_rounds} alternating rounds")
+        hf = hf_check(args.hf_rounds, args.hf_steps)
+        for name, rate in hf["tokens_per_s"].items():
+            print(f"  {name:20s} {rate:10,.0f} tokens/s (median)")
+        print(f"  ratio {hf['ratio']:.2f}x: {'met' if hf['ratio'] >= TARGET_HF else 'NOT met'} (needs >= {TARGET_HF:.2f}x)\n")
 
     points = check_points(args.budget)
-    arms = [Arm("(a) nanoGPT recipe", NANOGPT["model"], NANOGPT["train"]), Arm("(b) redthread", RECIPE["model"], RECIPE["train"])]
-    for arm in arms:
-        print(f"{arm.name}: model {arm.model}\n  training {arm.train}")
-        run_arm(arm, args.data, args.budget, points)
+    a = Arm("(a) nanoGPT recipe", NANOGPT["model"], NANOGPT["train"]) if "a" in args.arms else None
+    b = Arm("(b) redthread", best["model"], best["train"]) if "b" in args.arms else None
+    for arm in (x for x in (a, b) if x is not None):
+        print(f"{arm.name}: model {arm.model}\n  training {arm.train}, seed {args.seed}")
+        run_arm(arm, args.data, args.budget, points, args.seed, args.stop_at)
         print(f"  {arm.steps} steps, {arm.tokens_per_s:,.0f} tokens/s; scoring took {arm.scoring_seconds:.0f} s "
               f"({len(arm.checks)} scores), left out of the clock\n")
 
-    a, b = arms
-    print(f"{'arm':22s} {'to 1.90':>12s} {'to 1.80':>12s} {f'NLL at {args.budget:.0f} s':>14s} {'steps':>7s}")
-    for arm in arms:
-        print(f"{arm.name:22s} {fmt(arm.first_at_or_below(1.90)):>12s} {fmt(arm.first_at_or_below(1.80)):>12s} "
-              f"{arm.at_budget():>14.4f} {arm.steps:>7d}")
-    ta, tb = a.first_at_or_below(1.90), b.first_at_or_below(1.90)
-    ratio = tb / ta if ta and tb else None
-    met = {
-        "time to 1.90": ratio is not None and ratio <= TARGET_RATIO,
-        f"NLL at {args.budget:.0f} s": b.at_budget() <= TARGET_NLL,
-        "margin over (a)": a.at_budget() - b.at_budget() >= TARGET_MARGIN,
-        "HF check": hf["ratio"] >= TARGET_HF,
-    }
-    print(f"\ntime to 1.90, (b)/(a): {'n/a' if ratio is None else f'{ratio:.2f}x'} (target <= {TARGET_RATIO}x): "
-          f"{'met' if met['time to 1.90'] else 'NOT met'}")
-    print(f"(b) at {args.budget:.0f} s: {b.at_budget():.4f} nats/char (target <= {TARGET_NLL}): "
-          f"{'met' if met[f'NLL at {args.budget:.0f} s'] else 'NOT met'}; "
-          f"(a) - (b) = {a.at_budget() - b.at_budget():.4f} (target >= {TARGET_MARGIN}): {'met' if met['margin over (a)'] else 'NOT met'}")
+    met = report(a, b, args.budget, hf)
+    arms = [x for x in (a, b) if x is not None]
     if args.plot:
         plot(arms, args.plot)
-    write_json(args.json, {"protocol": {"budget": args.budget, "thresholds": THRESHOLDS, "checks": points},
+    write_json(args.json, {"protocol": {"budget": args.budget, "thresholds": THRESHOLDS, "checks": points,
+                                        "seed": args.seed, "stop_at": args.stop_at},
                            "hf_check": hf, "met": met, "environment": environment(),
                            "arms": [vars(arm) for arm in arms]})
 

@@ -1,6 +1,7 @@
 """The benchmark scripts still run (quick mode). They print figures; they assert nothing about speed:
 speed and quality targets are measured by running them, never in timed tests."""
 
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +45,20 @@ def test_speedrun_runs_both_arms_and_prints_the_targets(tmp_path):
     assert "HF throughput check" in out and "(a) nanoGPT recipe" in out and "(b) redthread" in out
     assert "time to 1.90, (b)/(a)" in out and "(target <= 1.65)" in out
     assert (tmp_path / "f.json").is_file() and (tmp_path / "curve.png").is_file()
+
+
+def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
+    out = run_script("speedrun.py", "--data", str(text), "--budget", "20", "--arms", "b", "--seed", "3", "--stop-at", "9",
+                     "--recipe", '{"model": {"n_layer": 1}, "train": {"schedule": "cosine"}}',
+                     "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "HF throughput check" not in out and "(a) nanoGPT recipe" not in out
+    assert "'n_layer': 1" in out and "'schedule': 'cosine'" in out and "seed 3" in out
+    assert "(stopped)" in out and "one arm only: no targets decided" in out
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert len(figures["arms"][0]["checks"]) == 1 and figures["arms"][0]["checks"][0]["seconds"] < 20  # the first score
+    assert figures["protocol"]["seed"] == 3 and figures["met"] == {}
 
 
 def test_ladder_benchmark_runs_on_any_line_file(tmp_path):

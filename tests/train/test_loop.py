@@ -87,6 +87,35 @@ def test_lr_schedule_on_the_clock_warms_up_then_decays_to_min_lr_at_the_end_of_t
         TrainConfig(warmup_frac=1.0)
 
 
+
+def test_the_rsqrt_schedule_decays_as_one_over_the_square_root_of_time_then_cools_down_to_min_lr():
+    """schedule rsqrt: after the warm-up, lr x sqrt(warm-up / time) (the original Transformer's
+    decay), then a linear cool-down to min_lr over the last cooldown_frac, on steps and on the clock."""
+    on_steps = TrainConfig(max_iters=1000, lr=1e-2, min_lr=1e-4, warmup_iters=10, schedule="rsqrt", cooldown_frac=0.2)
+    assert lr_at(0, on_steps) == pytest.approx(1e-3)  # the warm-up is the cosine schedule's
+    assert lr_at(10, on_steps) == pytest.approx(1e-2)
+    assert lr_at(40, on_steps) == pytest.approx(1e-2 / 2)  # four times the warm-up: half the peak
+    assert lr_at(640, on_steps) == pytest.approx(1e-2 / 8)
+    cool_start = 1e-2 * (10 / 800) ** 0.5
+    assert lr_at(900, on_steps) == pytest.approx(1e-4 + (1e-2 * (10 / 900) ** 0.5 - 1e-4) * 0.5)  # half-way down
+    assert lr_at(1000, on_steps) == pytest.approx(1e-4)
+    lrs = [lr_at(s, on_steps) for s in range(10, 1001)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:])) and lr_at(800, on_steps) == pytest.approx(cool_start)
+
+    on_clock = TrainConfig(max_iters=10**9, lr=1e-2, min_lr=1e-4, max_time=100.0, warmup_frac=0.01, schedule="rsqrt")
+    assert lr_at(5, on_clock, elapsed=1.0) == pytest.approx(1e-2)
+    assert lr_at(5, on_clock, elapsed=4.0) == pytest.approx(1e-2 / 2)
+    assert lr_at(5, on_clock, elapsed=100.0) == lr_at(5, on_clock, elapsed=120.0) == pytest.approx(1e-4)
+    # the peak never falls below min_lr, and without a cool-down it ends on the decay
+    assert lr_at(999, TrainConfig(max_iters=1000, lr=1e-3, min_lr=5e-4, warmup_iters=10, schedule="rsqrt",
+                                  cooldown_frac=0.0)) == pytest.approx(5e-4)
+    with pytest.raises(ValueError, match="schedule must be one of cosine, rsqrt"):
+        TrainConfig(schedule="linear")
+    with pytest.raises(ValueError, match="needs warmup_iters > 0"):
+        TrainConfig(schedule="rsqrt", warmup_iters=0)
+    with pytest.raises(ValueError, match="cooldown_frac"):
+        TrainConfig(schedule="rsqrt", cooldown_frac=1.0)
+
 class FakeClock:
     """time.perf_counter for the loop: every call advances it by `tick` seconds (deterministic budgets)."""
 

@@ -100,3 +100,9 @@ def test_bad_optimizer_settings_are_one_line_errors(bad, match):
     with pytest.raises(InvalidValue, match=match) as e:
         TrainConfig(**bad)
     assert "\n" not in str(e.value)
+
+
+def test_muon_on_a_torch_without_it_says_which_torch_it_needs(monkeypatch):
+    monkeypatch.delattr(torch.optim, "Muon")
+    with pytest.raises(InvalidValue, match=r"optimizer muon needs torch >= 2.9 \(torch.optim.Muon\)"):
+        make_optimizer(fresh_model(), TrainConfig(optimizer="muon"), CPU)

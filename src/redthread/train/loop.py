@@ -51,6 +51,8 @@ from redthread.train.memory import checkpoint_blocks
 from redthread.train.optimizers import OPTIMIZERS, make_optimizer
 from redthread.train.precision import PRECISIONS, choose_precision, enable_tf32
 
+SCHEDULES = ("cosine", "rsqrt")  # the learning rate's decay after the warm-up (lr_at)
+
 
 class DataSource(Protocol):
     def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]: ...
@@ -74,8 +76,10 @@ class TrainConfig:
     max_iters: int = 2000  # optimizer steps
     batch_size: int = 12  # sequences per step (per process under torchrun)
     lr: float = 1e-3  # the peak learning rate, reached after the warm-up
-    min_lr: float = 1e-4  # the learning rate at the end of the cosine decay
+    min_lr: float = 1e-4  # the learning rate at the end of the decay
     warmup_iters: int = 100  # steps of linear warm-up from 0 to lr
+    schedule: str = "cosine"  # after the warm-up, cosine: cosine decay to min_lr at the end; rsqrt: lr x sqrt(warm-up / time), the original Transformer's decay, then a linear cool-down to min_lr over the last cooldown_frac
+    cooldown_frac: float = 0.2  # with schedule rsqrt: the share of the run (steps, or the time budget) spent cooling down to min_lr
     optimizer: str = "adamw"  # adamw: AdamW for every parameter; muon: Muon for the hidden matrices, AdamW for the rest (train/optimizers.py)
     momentum: float = 0.95  # Muon's momentum (with optimizer muon)
     weight_decay: float = 0.1  # decoupled weight decay, on matrices only
@@ -96,7 +100,7 @@ class TrainConfig:
     peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
     tensorboard: bool = False  # also write TensorBoard event files (RUN/tensorboard/) from the metrics; needs tensorboard
 
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS, "optimizer": OPTIMIZERS}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS, "optimizer": OPTIMIZERS, "schedule": SCHEDULES}
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval", "eval_batches"):
@@ -120,6 +124,12 @@ class TrainConfig:
             raise InvalidValue(f"max_time must be a positive number of seconds, got {self.max_time}")
         if not (_is_finite(self.warmup_frac) and 0 <= self.warmup_frac < 1):
             raise InvalidValue(f"warmup_frac must be a number in [0, 1), got {self.warmup_frac!r}")
+        if self.schedule not in SCHEDULES:
+            raise InvalidValue(f"schedule must be one of {', '.join(SCHEDULES)}; got {self.schedule!r}")
+        if not (_is_finite(self.cooldown_frac) and 0 <= self.cooldown_frac < 1):
+            raise InvalidValue(f"cooldown_frac must be a number in [0, 1), got {self.cooldown_frac!r}")
+        if self.schedule == "rsqrt" and not (self.warmup_iters > 0 and self.warmup_frac > 0):
+            raise InvalidValue("schedule rsqrt decays relative to the warm-up: it needs warmup_iters > 0 and warmup_frac > 0")
         if self.precision not in PRECISIONS:
             raise InvalidValue(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
         for name in ("compile", "activation_checkpointing"):
@@ -151,7 +161,7 @@ class TrainResult:
 
 
 def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
-    """Linear warm-up to lr, then cosine decay to min_lr.
+    """Linear warm-up to lr, then the schedule's decay to min_lr (cosine, or rsqrt and a cool-down).
 
     On steps: warm-up for warmup_iters steps, decay until max_iters. With a time budget (max_time)
     and `elapsed` seconds of it spent, on whichever clock is further along, since the run ends when
@@ -163,13 +173,31 @@ def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
     if on_steps:
         if step < cfg.warmup_iters:
             return cfg.lr * (step + 1) / cfg.warmup_iters
-        progress = min(1.0, (step - cfg.warmup_iters) / max(1, cfg.max_iters - cfg.warmup_iters))
+        spent, warm = min(1.0, step / cfg.max_iters), cfg.warmup_iters / cfg.max_iters
     else:
-        spent = min(1.0, max(0.0, elapsed / cfg.max_time))
-        if spent < cfg.warmup_frac:  # the first step gets lr/100, as the first of 100 warm-up steps would
-            return cfg.lr * max(spent / cfg.warmup_frac, 0.01)
-        progress = (spent - cfg.warmup_frac) / (1.0 - cfg.warmup_frac)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+        spent, warm = min(1.0, max(0.0, elapsed / cfg.max_time)), cfg.warmup_frac
+        if spent < warm:  # the first step gets lr/100, as the first of 100 warm-up steps would
+            return cfg.lr * max(spent / warm, 0.01)
+    return decayed_lr(spent, warm, cfg)
+
+
+def decayed_lr(spent: float, warm: float, cfg: TrainConfig) -> float:
+    """The learning rate after the warm-up, with `spent` of the run gone and `warm` of it the warm-up
+    (fractions of the steps or of the time budget).
+
+    cosine: half a cosine from lr to min_lr. rsqrt: lr x sqrt(warm / spent), the decay of the
+    original Transformer's schedule (Vaswani et al. 2017): fast at first, so the weights settle
+    early, then slow, so learning goes on; and, since it never reaches min_lr by itself, a linear
+    cool-down over the run's last cooldown_frac (as in Hägele et al. 2024, "Scaling laws and
+    compute-optimal training beyond fixed training durations").
+    """
+    if cfg.schedule == "cosine":
+        progress = min(1.0, (spent - warm) / (1.0 - warm)) if warm < 1 else 1.0
+        return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+    lr = max(cfg.min_lr, cfg.lr * math.sqrt(warm / max(spent, warm)))
+    if spent > 1.0 - cfg.cooldown_frac:
+        lr = cfg.min_lr + (lr - cfg.min_lr) * (1.0 - spent) / cfg.cooldown_frac
+    return lr
 
 
 def objective_of(model: nn.Module, objective: Callable | None = None) -> Callable:
