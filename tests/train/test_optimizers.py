@@ -106,3 +106,23 @@ def test_muon_on_a_torch_without_it_says_which_torch_it_needs(monkeypatch):
     monkeypatch.delattr(torch.optim, "Muon")
     with pytest.raises(InvalidValue, match=r"optimizer muon needs torch >= 2.9 \(torch.optim.Muon\)"):
         make_optimizer(fresh_model(), TrainConfig(optimizer="muon"), CPU)
+
+
+def test_muon_on_auto_precision_where_it_would_be_fp16_trains_in_fp32_and_refuses_fp16_asked_for(monkeypatch):
+    """On a GPU without bf16 tensor cores auto means fp16, which Muon cannot train in (its loss
+    scaling is AdamW's only): auto then falls back to fp32, and fp16 asked for is refused."""
+    import redthread.train.loop as loop
+    from redthread.train.precision import Precision
+
+    real, asked = loop.choose_precision, []
+
+    def no_bf16(requested, device):  # what choose_precision answers on such a GPU, on this CPU
+        asked.append(requested)
+        return Precision("fp16", "cuda") if requested in ("auto", "fp16") else real(requested, device)
+
+    monkeypatch.setattr(loop, "choose_precision", no_bf16)
+    cfg = TrainConfig(optimizer="muon", max_iters=2, batch_size=2, eval_interval=10**6, eval_batches=1, device="cpu")
+    train(fresh_model(), make_data(), cfg, progress=False)
+    assert asked == ["auto", "fp32"]
+    with pytest.raises(InvalidValue, match="optimizer muon does not train in fp16"):
+        train(fresh_model(), make_data(), TrainConfig(**{**cfg.to_dict(), "precision": "fp16"}), progress=False)

@@ -376,7 +376,9 @@ def train(
     optimizer = make_optimizer(model, cfg, device)
     precision = choose_precision(cfg.precision, device)
     if cfg.optimizer == "muon" and precision.name == "fp16":
-        raise InvalidValue("optimizer muon does not train in fp16 (its loss scaling is AdamW's only): use bf16 or fp32")
+        if cfg.precision != "auto":
+            raise InvalidValue("optimizer muon does not train in fp16 (its loss scaling is AdamW's only): use bf16 or fp32")
+        precision = choose_precision("fp32", device)  # auto on a GPU without bf16: the best Muon can train in
     tf32 = enable_tf32(device)
     scaler = precision.make_scaler()  # a pass-through unless fp16
     run_dir = Path(run_dir) if run_dir is not None else None
