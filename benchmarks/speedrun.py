@@ -178,7 +178,13 @@ def recipe(override: str | None) -> dict:
         raise SystemExit(f"error: --recipe is not JSON ({e})") from None
     if not isinstance(change, dict) or set(change) - {"model", "train"}:
         raise SystemExit('error: --recipe takes {"model": {...}, "train": {...}}')
-    return {part: {**RECIPE[part], **change.get(part, {})} for part in ("model", "train")}
+    changed = {part: {**RECIPE[part], **change.get(part, {})} for part in ("model", "train")}
+    try:  # bad fields or values stop here, in one line, not after the other arm has run
+        TransformerConfig.from_dict({"vocab_size": 65, **changed["model"]})
+        TrainConfig.from_dict(changed["train"])
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: --recipe: {e}") from None
+    return changed
 
 
 def report(a: Arm | None, b: Arm | None, budget: float, hf: dict | None) -> dict:

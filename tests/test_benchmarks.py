@@ -61,6 +61,16 @@ def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(t
     assert figures["protocol"]["seed"] == 3 and figures["met"] == {}
 
 
+@pytest.mark.parametrize("recipe, says", [('{bad', "--recipe is not JSON"), ('{"modle": {}}', "--recipe takes"),
+                                           ('{"model": {"n_layerz": 3}}', "unknown TransformerConfig field(s): n_layerz"),
+                                           ('{"train": {"lr": -1}}', "need lr > 0")])
+def test_speedrun_refuses_a_bad_recipe_in_one_line_before_running_anything(recipe, says):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speedrun.py"), "--arms", "b", "--recipe", recipe],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("error: ") and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
     names = tmp_path / "names.txt"
     names.write_text("\n".join(["emma", "olivia", "ava", "noah", "liam", "mia", "zoe", "eli"] * 20) + "\n")
