@@ -114,11 +114,10 @@ def run_arm(arm: Arm, data_path: str, budget: float, points: list[float], seed: 
         while todo and seconds >= todo[0]:
             todo.pop(0)
         score(step, seconds, model)
-        reached = stop_at is not None and arm.checks[-1]["nll"] <= stop_at  # exploring: this is what was asked
-        return reached or not todo or step >= train_cfg.max_iters  # or the budget is spent, or the schedule is done
+        arm.stopped = stop_at is not None and arm.checks[-1]["nll"] <= stop_at  # exploring: this is what was asked
+        return arm.stopped or not todo or step >= train_cfg.max_iters  # or the budget is spent, or the schedule is done
 
     result = train(model, data, train_cfg, progress=False, monitor=monitor)
-    arm.stopped = bool(stop_at is not None and arm.checks and arm.checks[-1]["nll"] <= stop_at)
     if todo and not arm.stopped and arm.checks and arm.checks[-1]["step"] != result.step:  # the clock ran out between two checks
         score(result.step, result.elapsed, model)
     arm.steps, arm.tokens_per_s = result.step, result.tokens_per_s

@@ -87,7 +87,6 @@ def test_lr_schedule_on_the_clock_warms_up_then_decays_to_min_lr_at_the_end_of_t
         TrainConfig(warmup_frac=1.0)
 
 
-
 def test_the_rsqrt_schedule_decays_as_one_over_the_square_root_of_time_then_cools_down_to_min_lr():
     """schedule rsqrt: after the warm-up, lr x sqrt(warm-up / time) (the original Transformer's
     decay), then a linear cool-down to min_lr over the last cooldown_frac, on steps and on the clock."""
@@ -115,6 +114,7 @@ def test_the_rsqrt_schedule_decays_as_one_over_the_square_root_of_time_then_cool
         TrainConfig(schedule="rsqrt", warmup_iters=0)
     with pytest.raises(ValueError, match="cooldown_frac"):
         TrainConfig(schedule="rsqrt", cooldown_frac=1.0)
+
 
 class FakeClock:
     """time.perf_counter for the loop: every call advances it by `tick` seconds (deterministic budgets)."""
