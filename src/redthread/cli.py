@@ -238,10 +238,11 @@ def build_parser() -> Parser:
     xp = sub.add_parser("experiment", help="test a claim of the essay (C1-C14): a report with figures and a computed verdict",
                         epilog=listing, formatter_class=argparse.RawDescriptionHelpFormatter)
     xp.add_argument("name", help="an experiment name (listed below), or all")
-    xp.add_argument("--quick", action="store_true", help="seconds on a CPU, fixed seeds (what the tests run)")
+    xp.add_argument("--quick", action="store_true", help="a smoke test in seconds: one small seed set, no verdict")
     xp.add_argument("--out", help="report folder (default runs/experiments[/NAME])")
-    xp.add_argument("--seed", type=_seed, default=0, help="the first seed; an experiment over n seeds uses seed .. seed + n - 1 (default 0)")
+    xp.add_argument("--seed", type=_seed, default=0, help="the first seed: set A uses seed .. seed + 4, set B seed + 100 .., tuning seed + 50 (default 0)")
     xp.add_argument("--overwrite", action="store_true", help="replace a report already in --out")
+    xp.add_argument("--resume", action="store_true", help="keep the finished reports in --out, run the rest")
     xp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
@@ -378,7 +379,7 @@ def run(args) -> None:
     elif args.command == "experiment":
         from redthread.commands.experiment import experiment_command
 
-        experiment_command(args.name, args.out, args.quick, args.seed, args.overwrite,
+        experiment_command(args.name, args.out, args.quick, args.seed, args.overwrite, resume=args.resume,
                            show_progress=not args.no_progress and sys.stderr.isatty())
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run

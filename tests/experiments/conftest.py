@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from redthread.commands.experiment import run_one
-from redthread.experiments.stats import VERDICTS, Estimate, combine, verdict
+from redthread.experiments.report import SMOKE_LINE
+from redthread.experiments.stats import EDGE, FAILS, HOLDS, SMOKE, across_budgets, combine, replicate
 
 
 def flat_numbers(obj) -> list[float]:
@@ -38,23 +39,53 @@ def table_numbers(markdown: str) -> list[float]:
     return out
 
 
-CHECK_FIELDS = {"name", "claim", "part", "value", "interval", "seeds", "threshold", "direction", "verdict"}
+CHECK_FIELDS = {"name", "claim", "part", "what", "floor", "direction", "why", "sets", "verdict"}
+SET_FIELDS = {"seeds", "value", "interval", "kind", "p_holds", "p_fails", "verdict"}
+
+
+def assert_smoke(data: dict) -> None:
+    """A --quick report: every check measured on one seed set, and no verdict anywhere."""
+    assert data["quick"] is True and data["verdict"] == SMOKE
+    assert all(v == SMOKE for v in data["parts"].values())
+    for c in data["checks"]:
+        assert CHECK_FIELDS <= set(c), f"check {c.get('name')} lacks {CHECK_FIELDS - set(c)}"
+        assert c["verdict"] == SMOKE and len(c["sets"]) == 1 and SET_FIELDS <= set(c["sets"][0]), c
+        m = c["sets"][0]
+        if m["interval"] is not None and m["kind"] == "t":  # a measurement over seeds: at least two
+            lo, hi = m["interval"]
+            assert len(m["seeds"]) >= 2 and lo <= m["value"] <= hi, c
 
 
 def assert_verdicts_are_computed(data: dict) -> None:
-    """Each check's verdict is one of the three and follows from its interval and threshold; each part's
-    and the claim's verdict follow from the checks (never asserting which outcome today's run gives)."""
+    """A full report: each set's verdict follows from its p-values (Holm over the run's checks for 'does not hold'),
+    each check's from its sets' (and budgets'), each part's and the claim's from the checks (never asserting which
+    outcome a run gives)."""
     parts: dict[str, list[str]] = {}
     for c in data["checks"]:
         assert CHECK_FIELDS <= set(c), f"check {c.get('name')} lacks {CHECK_FIELDS - set(c)}"
-        assert c["verdict"] in VERDICTS, c
-        if c["interval"] is not None:  # a measurement over seeds: at least two, and the interval around the mean
-            lo, hi = c["interval"]
-            assert len(c["seeds"]) >= 2 and lo <= c["value"] <= hi, c
-            assert c["verdict"] == verdict(Estimate(c["value"], lo, hi, len(c["seeds"])), c["threshold"], c["direction"]), c
+        assert len(c["sets"]) == 2, c
+        for m in c["sets"]:
+            if m["verdict"] == HOLDS:
+                assert m["p_holds"] <= 0.025
+            elif m["verdict"] == FAILS:
+                assert m["p_fails"] <= 0.025
+            else:
+                assert m["p_holds"] > 0.025 or m["verdict"] == EDGE
+        if c["budgets"]:
+            per_budget = [b["verdict"] for b in c["budgets"].values()]
+            assert all(b["verdict"] == replicate(*(m["verdict"] for m in b["sets"])) for b in c["budgets"].values())
+            assert c["verdict"] == across_budgets(per_budget)
+        else:
+            assert c["verdict"] == replicate(*(m["verdict"] for m in c["sets"]))
         parts.setdefault(c["part"], []).append(c["verdict"])
     assert data["parts"] == {p: combine(v) for p, v in parts.items()}
     assert data["verdict"] == combine(data["parts"].values())
+
+
+def flat_checks(data: dict) -> None:
+    """For the tests' convenience: each check's first set's seeds, value and interval beside its own fields."""
+    for c in data["checks"]:
+        c.update({k: c["sets"][0][k] for k in ("seeds", "value", "interval")})
 
 
 def assert_parts(report, data: dict, parts: dict[str, tuple[str, ...]]) -> None:
@@ -62,7 +93,8 @@ def assert_parts(report, data: dict, parts: dict[str, tuple[str, ...]]) -> None:
     by_name = {c.name: c for c in report.checks}
     for part, names in parts.items():
         for name in names:
-            assert by_name[name].part == part and len(by_name[name].seeds) >= 2 and by_name[name].interval is not None
+            m = by_name[name].sets[0]
+            assert by_name[name].part == part and len(m.seeds) >= 2 and m.estimate.interval is not None
     assert set(data["parts"]) == set(parts)
 
 
@@ -75,8 +107,10 @@ def quick_report(tmp_path):
         md = (tmp_path / name / "report.md").read_text(encoding="utf-8")
         data = json.loads((tmp_path / name / "report.json").read_text(encoding="utf-8"))
         assert data["verdict"] == report.verdict and data["quick"] is True
-        assert data["checks"], "a verdict needs at least one check"
-        assert_verdicts_are_computed(data)
+        assert data["checks"], "a report needs at least one check"
+        assert md.startswith(SMOKE_LINE)
+        assert_smoke(data)
+        flat_checks(data)
         for fig in re.findall(r"\]\(([^)]+\.png)\)", md):
             assert (tmp_path / name / fig).read_bytes().startswith(b"\x89PNG")
         known = flat_numbers(data["numbers"])

@@ -17,7 +17,7 @@ def test_calibration_quick_report(quick_report):
     assert set(checks) == {"ece_bigram", "ece_mlp", "ece_transformer"}
     assert {c["part"] for c in checks.values()} == {"bigram", "MLP", "Transformer"}
     for c in checks.values():
-        assert len(c["seeds"]) >= 2 and c["value"] > 0 and c["threshold"] == 2.0
+        assert len(c["seeds"]) >= 2 and c["value"] > 0 and c["floor"] == 2.0
     n = data["numbers"]
     size = exp.sizes(quick=True)
     assert n["positions"] == size["test"] * exp.LENGTH

@@ -38,7 +38,7 @@ def test_heads_quick_report_structure(quick_report):
     checks = {c["name"]: c for c in data["checks"]}
     assert set(checks) == {"specialisation", "dissociation_near", "dissociation_far", "several_heads"}
     assert {c["part"] for c in data["checks"]} == {"specialisation", "ablation", "several heads"}
-    assert all(len(c["seeds"]) >= 2 and c["threshold"] == 0.0 and c["direction"] == "above" for c in data["checks"])
+    assert all(len(c["seeds"]) >= 2 and c["floor"] > 0 and c["direction"] == "above" for c in data["checks"])
     n = data["numbers"]
     assert len(n["seeds"]) >= 2 and all(0 <= h < N_HEAD for h in n["near_head"] + n["far_head"])
     assert all(a != b for a, b in zip(n["near_head"], n["far_head"]))

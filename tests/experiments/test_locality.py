@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from redthread.data.dataset import TokenSplit
@@ -53,12 +54,15 @@ def test_locality_quick_report_structure(quick_report):
     checks = {c["name"]: c for c in data["checks"]}
     assert set(checks) == {f"near_{c}_{p}" for c in NEAR for p in CHECKED}
     assert {c["part"] for c in data["checks"]} == {"sinusoidal (the paper)", "learned", "rotary"}
-    assert all(len(c["seeds"]) >= 2 and c["threshold"] == 0.0 for c in data["checks"])
+    assert all(len(c["seeds"]) >= 2 and c["floor"] > 0 for c in data["checks"])
     n = data["numbers"]
     for corpus in NEAR:
         assert 0 < n["uniform_near_mass"][corpus] < 1
-        for pos in POSITIONS:
-            for arm in ("ordered", "shuffled"):
-                assert all(0 <= v <= 1 for layers in n[f"near_{corpus}_{pos}"][arm] for v in layers)
-            assert len(n[f"excess_{corpus}_{pos}"]) == len(n["seeds"]) >= 2
+        for pos in POSITIONS:  # every kind of position, "none" (the control) included
+            assert all(0 <= v <= 1 for layers in n[f"near_{corpus}_{pos}"] for v in layers)
+        for pos in CHECKED:  # the check's value per seed: near mass minus the no-positions model's
+            excess = n[f"excess_{corpus}_{pos}"]
+            assert len(excess) == len(n["seeds"]) >= 2
+            assert excess == pytest.approx([sum(a) / len(a) - sum(b) / len(b) for a, b in zip(
+                n[f"near_{corpus}_{pos}"], n[f"near_{corpus}_none"])], abs=1e-6)
     assert (folder / "profiles.png").exists()

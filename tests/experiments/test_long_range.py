@@ -25,7 +25,7 @@ def test_long_range_quick_structure(quick_report):
     checks = {c["name"]: c for c in data["checks"]}
     assert set(checks) == CHECKS
     assert set(data["parts"]) == {"attention reaches any distance (C6)", "recurrent models lose long-range recall (C3, C5)"}
-    assert checks["transformer_longest"]["threshold"] == pytest.approx(1 / VOCAB)  # chance, from the vocabulary
+    assert checks["transformer_longest"]["floor"] == pytest.approx(1 / VOCAB)  # chance, from the vocabulary
     for c in data["checks"]:
         assert len(c["seeds"]) >= 2 and c["interval"] is not None
     n = data["numbers"]

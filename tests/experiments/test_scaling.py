@@ -19,7 +19,7 @@ def test_softmax_statistics_match_closed_forms():
     p = torch.full((S,), 1 / S, dtype=torch.float64)
     jac = torch.diag(p) - torch.outer(p, p)  # the softmax Jacobian by hand
     assert math.isclose(float(jac.norm()), (S - 1) ** 0.5 / S, rel_tol=1e-12)
-    assert math.isclose(CRITERIA["scaling"]["jacobian_unscaled"].threshold, (S - 1) ** 0.5 / S / 2)
+    assert math.isclose(CRITERIA["scaling"]["jacobian_unscaled"].floor, (S - 1) ** 0.5 / S / 2)
     # no softmax over S keys has entropy above log S or a largest weight below 1/S
     assert max(soft["entropy_scaled"] + soft["entropy_unscaled"]) <= math.log(S) + 1e-9
     assert min(soft["max_weight_scaled"] + soft["max_weight_unscaled"]) >= 1 / S - 1e-9
@@ -31,7 +31,7 @@ def test_variance_threshold_is_four_standard_errors():
     q, k = torch.randn(400_000, 4, generator=g, dtype=torch.float64), torch.randn(400_000, 4, generator=g, dtype=torch.float64)
     s2 = (q * k).sum(-1) ** 2
     assert math.isclose(float(s2.var()), 2 * 16 + 6 * 4, rel_tol=0.05)
-    assert math.isclose(CRITERIA["scaling"]["variance"].threshold, 4 * math.sqrt((2 + 6 / 4) / scaling.N_VAR))
+    assert math.isclose(CRITERIA["scaling"]["variance"].floor, 4 * math.sqrt((2 + 6 / 4) / scaling.N_VAR))
 
 
 def test_scaling_quick_structure(quick_report):

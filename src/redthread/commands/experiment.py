@@ -1,8 +1,12 @@
-"""`redthread experiment NAME|all [--quick] [--out DIR]`: run experiments, write their reports.
+"""`redthread experiment NAME|all [--quick] [--out DIR] [--resume]`: run experiments, write their reports.
 
-Experiments run torch on one thread (their models are tiny). Each report folder holds report.md (the claim, the set-up, the criterion, the checks, figures and
-tables, the verdict), report.json (every number) and the PNG figures. `all` also writes index.md,
-one line per experiment with its verdict and a link.
+A full run measures each experiment on two independent seed sets (and a comparative claim at three
+training budgets) and merges them (experiments/replication.py); --quick is a smoke test with no
+verdict. Experiments run torch on one thread (their models are tiny). Each report folder holds
+report.md (the claim, the set-up, the pre-registered criterion, the checks per seed set, the
+history of the criteria, figures and tables, the verdict), report.json (every number) and the PNG
+figures. `all` also writes index.md, one line per experiment with its verdict and a link; with
+--resume it keeps every report already finished in --out (same mode and seed) and runs the rest.
 """
 
 from __future__ import annotations
@@ -11,47 +15,63 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
+from redthread.experiments.replication import run_experiment
 from redthread.files import atomic_write_text, check_writable
 
 
-def check_out(out: Path, overwrite: bool) -> None:
+def check_out(out: Path, overwrite: bool, resume: bool = False) -> None:
     if out.exists() and not out.is_dir():
         raise RedthreadError(f"--out {out} is a file, not a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise RedthreadError(f"{out} already holds a report; pass --overwrite to replace it")
+    if out.is_dir() and any(out.iterdir()) and not (overwrite or resume):
+        raise RedthreadError(f"{out} already holds a report; pass --resume to finish it or --overwrite to replace it")
     check_writable(out)  # a read-only or full place fails now, not after the experiment has run
 
 
 def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:
-    module = load(name)
-    torch.manual_seed(seed)
     with one_thread():
         t0 = time.perf_counter()
-        report = module.run(quick=quick, seed=seed, progress=progress)
+        report = run_experiment(name, quick=quick, seed=seed, progress=progress)
         seconds = time.perf_counter() - t0
     report.number("seconds", round(seconds, 2))
+    report.number("seed", seed)
     report.write(out)
     return report, seconds
 
 
-def experiment_command(name: str, out: str | None, quick: bool, seed: int, overwrite: bool, show_progress: bool, log=print) -> None:
+def finished(folder: Path, quick: bool, seed: int) -> dict | None:
+    """The report.json already in folder, if it is a finished run of the same mode and seed."""
+    try:
+        data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    same = data.get("quick") == quick and data.get("numbers", {}).get("seed") == seed
+    return data if same else None
+
+
+def experiment_command(name: str, out: str | None, quick: bool, seed: int, overwrite: bool, show_progress: bool,
+                       resume: bool = False, log=print) -> None:
     names = available() if name == "all" else [name]
     if name != "all" and name not in EXPERIMENTS:
         raise RedthreadError(f"unknown experiment {name!r}; experiments: {', '.join(available())}, or all")
+    if resume and overwrite:
+        raise RedthreadError("--resume keeps the finished reports and --overwrite replaces them: pass one of them")
     root = Path(out or ("runs/experiments" if name == "all" else f"runs/experiments/{name}"))
-    check_out(root, overwrite)
+    check_out(root, overwrite, resume)
     for n in names:
         load(n)  # every name resolves before anything runs
     progress = _Progress(len(names), show_progress)
     t_all = time.perf_counter()
     try:
         for i, n in enumerate(names):
+            folder = root / n if name == "all" else root
+            done = finished(folder, quick, seed) if resume else None
+            if done is not None:
+                log(f"{n:<24} {done['claims']:<12} {done['verdict']:<14} (kept from the earlier run)")
+                continue
             progress.start(i, n)
-            report, seconds = run_one(n, root / n if name == "all" else root, quick, seed, progress)
+            report, seconds = run_one(n, folder, quick, seed, progress)
             log(f"{n:<24} {report.claims:<12} {report.verdict:<14} {seconds:6.1f} s")
     finally:
         progress.close()
@@ -65,8 +85,10 @@ def experiment_command(name: str, out: str | None, quick: bool, seed: int, overw
 
 def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
     """index.md over the reports in root/NAME/report.json: each claim's verdict, by part, and its time."""
-    lines = ["# Experiments: the claims of the essay, tested" + (" (quick)" if quick else ""), "",
-             "| experiment | claims | verdict | by part | seconds |", "|---|---|---|---|---|"]
+    lines = ["# Experiments: the claims of the essay, tested" + (" (quick)" if quick else ""), ""]
+    if quick:
+        lines += ["**Smoke test (--quick): these reports carry no verdict.**", ""]
+    lines += ["| experiment | claims | verdict | by part | seconds |", "|---|---|---|---|---|"]
     total = 0.0
     for n in names:
         report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
@@ -74,7 +96,8 @@ def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
         total += seconds
         parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part).replace("|", "\\|") or "—"
         lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {seconds:.1f} |")
-    lines += ["", f"Total: {total / 60:.1f} min of experiments, seed {seed}."]
+    sets = "one seed set (smoke)" if quick else f"seed sets from {seed} and {seed + 100}"
+    lines += ["", f"Total: {total / 60:.1f} min of experiments, {sets}."]
     atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
     return root / "index.md"
 

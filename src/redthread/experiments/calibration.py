@@ -39,6 +39,7 @@ from torch import nn
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
 from redthread.data.targets import IGNORE_INDEX
+from redthread.experiments.criteria import BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import estimate
 from redthread.models.bigram import BigramConfig, BigramLM
@@ -51,6 +52,19 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "calibration", "C12"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+_NOISE_FLOOR = (
+    "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted distribution "
+    "at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite bins of finite "
+    "counts); its mean over draws is the floor (1 in this unit). A calibrated model's ECE scatters around the floor, so "
+    "twice the floor is where the miscalibration itself becomes as large as the noise it is measured with"
+)
+CRITERIA: dict[str, Criterion] = {
+    f"ece_{key}": Criterion("C12", part, f"the {part}'s top-1 ECE on held-out positions, in units of the noise floor "
+                            "(its ECE on labels drawn from its own prediction)", 2.0, BELOW, _NOISE_FLOOR)
+    for key, part in (("bigram", "bigram"), ("mlp", "MLP"), ("transformer", "Transformer"))
+}
 ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # as the sampling experiment's chain
 LENGTH, N_BINS, BATCH = 32, 15, 32
 CONTROL_DRAWS = 10  # label draws from the model's own prediction, averaged into the noise floor

@@ -44,6 +44,7 @@ from torch import Tensor, nn
 
 from redthread.data.images import ImageData, load_digits, stratified_split
 from redthread.data.regression import RegressionData
+from redthread.experiments.criteria import BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.plotting import pyplot
@@ -52,6 +53,26 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "classification", "C2"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "kl_slope_softmax": Criterion(
+        "C2", "known posterior, softmax regression", "slope of log KL(true posterior || learned) against log n", -0.5, BELOW,
+        "half the theoretical rate: for this well-specified model KL falls as 1/n (slope -1); a softmax layer that "
+        "estimates P(class | x) converges at about that rate, one that stalls at a KL floor has slope 0"),
+    "kl_slope_mlp": Criterion(
+        "C2", "known posterior, MLP", "slope of log KL(true posterior || learned) against log n", -0.5, BELOW,
+        "half the rate of a well-specified model (-1): the MLP holds the true posterior's form, so it converges at "
+        "about that rate; slope 0 is no convergence"),
+    "ece_excess_softmax": Criterion(
+        "C2", "calibration, softmax regression", "test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.01, BELOW, "the noise floor measured on a control (labels drawn from the model's own probabilities, same "
+        "images), plus one point of probability, the least miscalibration that counts"),
+    "ece_excess_mlp": Criterion(
+        "C2", "calibration, MLP", "test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.01, BELOW, "the noise floor measured on a control (labels drawn from the model's own probabilities, same "
+        "images), plus one point of probability, the least miscalibration that counts"),
+}
 N_BINS, CONTROL_DRAWS, CONTROL_QUANTILE = 15, 200, 0.95
 N_HELD_OUT = 4000
 GAUSS_LRS = {"softmax regression": (0.03, 0.1, 0.3), "MLP": (0.003, 0.01, 0.03)}

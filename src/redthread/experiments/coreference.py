@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 
 from redthread.errors import RedthreadError
+from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.winograd import PAIRS, Pair
 from redthread.interop.huggingface import resolve_pretrained
@@ -38,6 +39,29 @@ from redthread.viz.inspector import load_inspector
 plt = pyplot()
 
 NAME, CLAIMS = "coreference", "C13"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "pick_mean": Criterion(
+        "C13", "mean over heads", "share of a pair's two texts where the pronoun's mean weight over all heads is larger "
+        "on its referent than on the other candidate (mean over pairs)", 0.5, ABOVE,
+        "chance: a weight blind to the word that switches the referent picks the same candidate in both texts of a "
+        "pair and is right in exactly one; a coin per text is right in half on average"),
+    "flip_mean": Criterion(
+        "C13", "mean over heads", "share of pairs where the pronoun's mean weight over all heads favours the referent "
+        "in both texts (the favourite flips with the referent)", 0.25, ABOVE,
+        "chance: if each text's favourite is drawn independently of the referent, first candidate with any probability "
+        "p, both texts come out right with probability p(1 - p) <= 1/4; a weight blind to the switching word flips "
+        "in none"),
+    "pick_head": Criterion(
+        "C13", "best head (held out)", "share of a pair's two texts where one head's weight is larger on the referent "
+        "than on the other candidate, the head chosen on the other half of the pairs (largest mean margin there)",
+        0.5, ABOVE, "chance, as for the mean over heads: the head is chosen without the pairs it is scored on"),
+    "flip_head": Criterion(
+        "C13", "best head (held out)", "share of pairs where the head chosen on the other half of the pairs favours "
+        "the referent in both texts", 0.25, ABOVE,
+        "chance, as for the mean over heads: p(1 - p) <= 1/4 for a head whose favourite ignores the referent"),
+}
 PRETRAINED = "minilm"
 TIRED, WIDE = PAIRS[0].texts  # the essay's sentence and its contrast
 SOURCE, (RIGHT, WRONG) = PAIRS[0].pronoun, PAIRS[0].candidates

@@ -50,6 +50,7 @@ from torch import Tensor, nn
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
 from redthread.errors import RedthreadError
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.layers.attention import MultiHeadAttention
@@ -62,6 +63,35 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "depth", "C11"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "residual_trains": Criterion(
+        "C11", "residuals", "fraction of the unigram-to-Bayes gap the deep residual + LayerNorm stack closes on the "
+        "test split", 0.5, ABOVE,
+        "half-way between the unigram NLL (no context used: 0) and the Bayes limit (1): the deep stack is trainable"),
+    "residual_gap": Criterion(
+        "C11", "residuals", "test NLL without residual connections (LayerNorm only) minus with (residual + LayerNorm), "
+        "same depth, each arm at its own learning rate picked on validation, nats/token", 0.04, ABOVE,
+        "5% of the gap the task offers, the unigram NLL minus the Bayes limit (about 2.68 - 1.92 = 0.76 nats): the "
+        "least gain that counts as residual connections keeping the stack trainable"),
+    "identity_residual": Criterion(
+        "C11", "residuals", "share of the variance of the last block's output vectors explained by the current token, "
+        "residual + LayerNorm, at initialisation", 0.5, ABOVE,
+        "half-way between total collapse (0: nothing of the token is left) and vectors that are a function of the "
+        "token alone (1): the token's identity reaches the head"),
+    "identity_no_residual": Criterion(
+        "C11", "residuals", "the same share without residual connections (LayerNorm only), at initialisation",
+        0.5, BELOW,
+        "the same half-way point: without residual connections the token's identity is mostly lost on the way up "
+        "(rank collapse, Dong et al. 2021)"),
+    "layernorm_gap": Criterion(
+        "C11", "LayerNorm", "test NLL without LayerNorm (residual only) minus with (residual + LayerNorm) in the "
+        "stress regime (deeper, wider, no gradient clipping, larger learning rates in the sweep), each arm at its own "
+        "learning rate picked on validation, nats/token", 0.04, ABOVE,
+        "5% of the gap the task offers, the unigram NLL minus the Bayes limit (about 0.76 nats): the least gain that "
+        "counts as LayerNorm keeping the stack trainable"),
+}
 VARIANTS = {  # name -> (residual, LayerNorm)
     "residual + LayerNorm": (True, True),
     "residual only": (True, False),

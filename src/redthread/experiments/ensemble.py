@@ -30,6 +30,7 @@ from torch import Tensor
 
 from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.heads import columns_mean_ablated
 from redthread.experiments.report import Report
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -40,6 +41,34 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "ensemble", "C9"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "disagreement": Criterion(
+        "C9", "disagreement",
+        "mean pairwise Jensen-Shannon divergence between the attention rows of two heads of one model, minus between "
+        "heads of two models trained apart (the next seed's), nats",
+        -0.035, ABOVE,
+        "heads of separately trained models are the members of a true ensemble: heads of one model are as diverse "
+        "as an ensemble's members when they disagree at least as much, within 5% of the largest divergence (log 2): "
+        "a non-inferiority margin"),
+    "removal_1": Criterion(
+        "C9", "graceful loss",
+        "val NLL lost by mean-ablating 1 head minus by mean-ablating the same number of random dimensions of the "
+        "attention output, nats",
+        0.02, BELOW,
+        "equal costs are what no head structure gives; an ensemble loses a whole member gracefully, so losing a head "
+        "must cost no more than losing the same width spread over every head, within 0.02 nats (2% of perplexity: a "
+        "non-inferiority margin)"),
+    "removal_2": Criterion(
+        "C9", "graceful loss",
+        "val NLL lost by mean-ablating 2 heads minus by mean-ablating the same number of random dimensions of the "
+        "attention output, nats",
+        0.02, BELOW,
+        "equal costs are what no head structure gives; an ensemble loses whole members gracefully, so losing heads "
+        "must cost no more than losing the same width spread over every head, within 0.02 nats (2% of perplexity: a "
+        "non-inferiority margin)"),
+}
 N_HEAD, LR = 4, 3e-3
 KS = (1, 2)  # heads removed at once
 RANDOM_DRAWS = 8  # random column sets per k and layer

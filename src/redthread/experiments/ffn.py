@@ -39,6 +39,7 @@ from torch import Tensor
 
 from redthread.data.synthetic import SyntheticSource
 from redthread.errors import InvalidValue
+from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.regression import SoftmaxRegression
@@ -49,6 +50,28 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "ffn", "C10"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # At the positions where the rule may apply, the context carries log V - H_rule nats per token, H_rule the entropy
+    # of P(s_t | s_<t) = 0.8 [v = f] + 0.2 / 16: log 16 - 0.990 = 1.782 nats. A kind of sublayer the model needs for
+    # the rule loses at least half of that when mean-ablated (0.89 nats); one it does not need loses little.
+    "attention_lost": Criterion("C10", "attention aggregates", "val NLL lost at the rule's positions when every "
+                                "attention sublayer is mean-ablated, nats", 0.89, ABOVE,
+                                "half the information the context carries, (log 16 - H_rule) / 2 = 1.782 / 2"),
+    "ffn_lost": Criterion("C10", "FFN processes", "val NLL lost at the rule's positions when every FFN is "
+                          "mean-ablated, nats", 0.89, ABOVE,
+                          "half the information the context carries, (log 16 - H_rule) / 2 = 1.782 / 2"),
+    # Linear probes along the residual stream: which kind of sublayer makes a quantity linearly readable.
+    "context_by_attention": Criterion("C10", "attention aggregates", "largest rise in the context tokens' probe "
+                                      "accuracy across an attention sublayer minus across an FFN", 0.047, ABOVE,
+                                      "the claim: gathering s_(t-2), s_(t-5) to position t is attention's work; 5% of "
+                                      "the range from chance to a perfect probe, 0.05 x (1 - 1/16)", bounds=(-1.0, 1.0)),
+    "rule_by_ffn": Criterion("C10", "FFN processes", "largest rise in the rule output's probe accuracy across an FFN "
+                             "minus across an attention sublayer", 0.047, ABOVE,
+                             "the claim: computing f(s_(t-2), s_(t-5)) from them is the FFN's work; 5% of the range "
+                             "from chance to a perfect probe, 0.05 x (1 - 1/16)", bounds=(-1.0, 1.0)),
+}
 VOCAB, A_LAG, B_LAG, P_RULE = 16, 2, 5, 0.8
 N_LAYER, N_HEAD, D_MODEL = 2, 4, 64
 PROBE_ITERS, PROBE_L2 = 100, 1e-3

@@ -37,6 +37,7 @@ from torch import Tensor
 
 from redthread.data.synthetic import SyntheticSource
 from redthread.errors import InvalidValue
+from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -47,6 +48,40 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "heads", "C9"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "specialisation": Criterion(
+        "C9", "specialisation",
+        "for the lag each head serves least well, the best head's weight on that lag's key minus on the other lag's, "
+        "trained minus untrained (the same seed's initial model)",
+        0.05, ABOVE,
+        "the untrained model of the same seed gives what the best of the heads shows by chance; the claim needs, for "
+        "both lags, a head that favours that lag's key over the other's beyond it, by 5% of the most a weight "
+        "difference can be (1)", bounds=(-1.0, 1.0)),
+    "dissociation_near": Criterion(
+        "C9", "ablation",
+        "mean-ablating the most lag-2-specialised head: NLL lost on positions only lag 2 explains minus on those only "
+        "lag 6 explains, nats",
+        0.04, ABOVE,
+        "a head that served both dependencies alike would cost the same on both kinds of position: the claim needs "
+        "more on its own, by 5% of what one lag can carry at such a position (log 32 minus the entropy of the 0.4 "
+        "copy mixture, 0.79 nats)"),
+    "dissociation_far": Criterion(
+        "C9", "ablation",
+        "mean-ablating the most lag-6-specialised head: NLL lost on positions only lag 6 explains minus on those only "
+        "lag 2 explains, nats",
+        0.04, ABOVE,
+        "a head that served both dependencies alike would cost the same on both kinds of position: the claim needs "
+        "more on its own, by 5% of what one lag can carry at such a position (log 32 minus the entropy of the 0.4 "
+        "copy mixture, 0.79 nats)"),
+    "several_heads": Criterion(
+        "C9", "several heads",
+        "val NLL of one head of the full width minus that of four heads, each at its own learning rate, nats",
+        0.08, ABOVE,
+        "5% of the gap the task offers, log 32 minus the Bayes limit (about 1.94): 0.05 x 1.53 = 0.08 nats; the claim "
+        "is that several heads do better than one of the same width"),
+}
 VOCAB, NEAR, FAR, P_NEAR, P_FAR = 32, 2, 6, 0.4, 0.4
 N_HEAD, D_MODEL = 4, 64
 LRS, QUICK_LR = (3e-3, 6e-3, 1.2e-2), 6e-3  # the learning-rate sweep (per arm, on the first seed)

@@ -42,6 +42,7 @@ import torch
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import RecallSource
 from redthread.experiments import one_thread
+from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import estimate, run_seeds
 from redthread.models.likelihoods import token_nll
@@ -53,6 +54,27 @@ from redthread.train.loop import TrainConfig, train
 plt = pyplot()
 
 NAME, CLAIMS = "long-range", "C3, C5, C6"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+_RECALL_CHANCE = 1 / 16  # RecallSource(vocab_size=16): s_(t-L) is uniform and independent of the tokens between
+_RECALL_FLOOR = 0.05 * (1 - _RECALL_CHANCE)
+_ATTENTION, _RECURRENT = "attention reaches any distance (C6)", "recurrent models lose long-range recall (C3, C5)"
+CRITERIA: dict[str, Criterion] = {
+    "transformer_longest": Criterion(
+        "C6", _ATTENTION, "Transformer's test recall accuracy at the longest distance", _RECALL_CHANCE, ABOVE,
+        "chance, 1/V for V = 16: a model that has not reached back L positions names s_(t-L) with probability 1/V",
+        bounds=(0.0, 1.0)),
+    **{f"{m.lower()}_drop": Criterion(
+        "C3", _RECURRENT, f"{m}'s test recall accuracy at the shortest distance minus at the longest", _RECALL_FLOOR, ABOVE,
+        "5% of the range from chance to perfect recall, 0.05 x (1 - 1/16): the least fall that counts as losing recall",
+        bounds=(-1.0, 1.0))
+       for m in ("RNN", "LSTM")},
+    **{f"{m.lower()}_gap": Criterion(
+        "C3", _RECURRENT, f"Transformer's minus {m}'s test recall accuracy at the longest distance (same seed)",
+        _RECALL_FLOOR, ABOVE, "5% of the range from chance to perfect recall, 0.05 x (1 - 1/16): the least advantage "
+        "that counts, each arm tuned on validation", bounds=(-1.0, 1.0))
+       for m in ("RNN", "LSTM")},
+}
 VOCAB, P_COPY = 16, 0.9
 CHANCE = 1 / VOCAB  # recall accuracy of a model that has not kept s_{t-L} (see the docstring)
 MIN_LENGTH = 32

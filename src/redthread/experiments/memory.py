@@ -29,6 +29,7 @@ claim is about the sign, and the intervals carry the seed noise.
 
 from __future__ import annotations
 
+from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.long_range import (
     CHANCE,
     D_EMBED,
@@ -51,6 +52,29 @@ from redthread.plotting import pyplot
 plt = pyplot()
 
 NAME, CLAIMS = "memory", "C5"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+_STATE, _LOAD = "state size", "load"
+_MEM_FLOOR, _MEM_WHY = 0.11, ("5% of the information a copied item carries per token, 0.05 x (log 16 - H(copy)) = "
+                              "0.05 x 2.21 nats: the least loss that counts as the state losing detail")
+CRITERIA: dict[str, Criterion] = {}
+for _m in ("RNN", "LSTM", "GRU"):
+    CRITERIA.update({
+        f"{_m.lower()}_state": Criterion(
+            "C5", _STATE, f"{_m}'s test excess NLL at the smallest state minus at the largest (highest load), nats",
+            _MEM_FLOOR, ABOVE, _MEM_WHY + "; the claim is that a smaller state loses more of the past"),
+        f"{_m.lower()}_state_vs_transformer": Criterion(
+            "C5", _STATE, f"that rise for the {_m} minus the same rise for the parameter-matched Transformers, nats",
+            _MEM_FLOOR, ABOVE, _MEM_WHY + "; a Transformer keeps its whole window, so shrinking it should cost it less "
+            "than shrinking a recurrent state; without this control the rise could be a plain effect of model size"),
+        f"{_m.lower()}_load": Criterion(
+            "C5", _LOAD, f"{_m}'s test excess NLL at the highest load minus at the lowest (smallest state), nats",
+            _MEM_FLOOR, ABOVE, _MEM_WHY + "; the claim is that a fixed state loses detail as more must be held"),
+        f"{_m.lower()}_load_vs_transformer": Criterion(
+            "C5", _LOAD, f"that rise for the {_m} minus the same rise for the matched Transformer, nats",
+            _MEM_FLOOR, ABOVE, _MEM_WHY + "; the Transformer's window holds every item, so a harder task alone should "
+            "raise its excess less; without this control the rise could be the task's difficulty, not the state"),
+    })
 RECURRENT = {"RNN": "rnn", "LSTM": "lstm", "GRU": "gru"}
 MODELS = {**RECURRENT, "Transformer": "transformer"}
 BATCH = 16

@@ -38,6 +38,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.layers.attention import MultiHeadAttention
@@ -49,6 +50,30 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "permutation", "C8"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # Exact properties (no randomness in them; decided on the largest error over the permutations tried).
+    "equivariance_error": Criterion("C8", "order-blind", "max |f(x[perm]) - f(x)[perm]|, MultiHeadAttention and "
+                                    "Encoder pos='none', float32", 1e-5, BELOW,
+                                    "exactly 0 in real arithmetic; float32 reorders sums, errors ~1e-7..1e-6 on outputs "
+                                    "of order 1"),
+    "positions_break_symmetry": Criterion("C8", "positions inject order", "min |f(x[perm]) - f(x)[perm]|, Encoder "
+                                          "pos='sinusoidal', float32", 1e-2, ABOVE,
+                                          "a thousand times the float32 tolerance of the order-blind models"),
+    # Name the first token: the multiset bound E[max_v count(v)] / T is the exact best expected accuracy of any
+    # function of the multiset of tokens, so an order-blind model's accuracy minus it has mean <= 0.
+    # A model that reaches the bound sits on it in expectation, so the margin is the validation set's own sampling
+    # noise: two standard errors of an accuracy on 10000 sequences, 2 * 0.5 / sqrt(10000) = 0.01 at most.
+    "blind_excess": Criterion("C8", "order-blind", "val accuracy without positions minus the multiset bound", 0.01,
+                              BELOW, "the multiset bound is the best any order-blind model can reach in expectation; "
+                              "0.01 = two standard errors of an accuracy on 10000 validation sequences"),
+    "positions_excess": Criterion("C8", "positions inject order", "val accuracy with sinusoidal positions minus the "
+                                  "multiset bound", 0.01, ABOVE,
+                                  "beating the best order-blind accuracy takes information about order; 0.01 = two "
+                                  "standard errors of an accuracy on 10000 validation sequences, as for the blind arm",
+                                  bounds=(-1.0, 1.0)),
+}
 EQUIVARIANT = 1e-5  # float32 tolerance of the order-blind models (criteria.py: equivariance_error), for the figure
 VOCAB, LENGTH = 16, 8  # symbols, sequence length (the CLS token comes first, id VOCAB)
 MODEL = {"n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 128}

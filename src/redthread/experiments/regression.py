@@ -21,6 +21,7 @@ import math
 import torch
 
 from redthread.data.regression import make_regression
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.regression import LinearRegression
@@ -30,6 +31,22 @@ from redthread.train.fit import fit_gd
 plt = pyplot()
 
 NAME, CLAIMS = "regression", "C1"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # OLS is unbiased with covariance s^2 (X^T X)^-1, so E||y_hat - E[y|x]||^2 = s^2 (F + 1) / n: slope -1 in log-log.
+    # A plateau (an estimator that does not converge to E[y|x]) gives a slope near 0; -0.5 is the root-n rate of a
+    # slower estimator, and -1.5 would be faster than any unbiased estimator can be. Two one-sided checks.
+    "slope_above": Criterion("C1", "E[y|x]", "log-log slope of error vs true E[y|x] against n", -1.5, ABOVE,
+                             "theory gives -1 (error = s^2 (F+1)/n); below -1.5 would beat the Cramer-Rao rate"),
+    "slope_below": Criterion("C1", "E[y|x]", "log-log slope of error vs true E[y|x] against n", -0.5, BELOW,
+                             "theory gives -1; a fit that does not converge to E[y|x] plateaus (slope -> 0), -0.5 is "
+                             "half-way in the exponent"),
+    "coef_gap": Criterion("C1", "MSE = Gaussian likelihood", "max |coefficient, least squares - Gaussian likelihood "
+                          "(fit_gd)| at n = 1000", 1e-3, BELOW,
+                          "a tenth of the coefficients' own standard error at n = 1000 (s / (sqrt(n) sd(x)) = 0.014): "
+                          "the two fits cannot be told apart at the data's precision"),
+}
 NOISE, FEATURES = 0.5, 3
 GD_N = 1000  # training examples of the MSE-vs-likelihood comparison
 

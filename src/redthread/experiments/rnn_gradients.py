@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from redthread.experiments import one_thread
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -47,6 +48,29 @@ from redthread.plotting import pyplot
 plt = pyplot()
 
 NAME, CLAIMS = "rnn-gradients", "C3"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # log10 of retention ||J(K)|| / ||J(1)|| over K = 100 steps, per seed (a model's initialisation and its sequences)
+    "rnn_vanishes": Criterion(
+        "C3", "", "log10 retention over 100 steps, tanh RNN with spectral radius 0.5", -3.0,
+        BELOW, "vanished: three orders of magnitude, the gradient from 100 steps back under 0.1% of the one from 1 step "
+               "back (the bound rho^k allows 0.5^99 ~ 1e-30; the threshold is the definition, not the bound)"),
+    "rnn_explodes": Criterion(
+        "C3", "", "log10 retention over 100 steps, tanh RNN with spectral radius 2", 3.0,
+        ABOVE, "exploded: three orders of magnitude up, the mirror of the vanishing threshold"),
+    "lstm_keeps_above": Criterion(
+        "C3", "", "log10 retention over 100 steps, LSTM with chrono forget-gate biases", -2.0,
+        ABOVE, "kept: within two orders of magnitude, short of the three that define vanishing, so the two "
+               "definitions cannot both hold"),
+    "lstm_keeps_below": Criterion(
+        "C3", "", "log10 retention over 100 steps, LSTM with chrono forget-gate biases", 2.0,
+        BELOW, "kept: within two orders of magnitude, short of the three that define exploding"),
+    "transformer_flat": Criterion(
+        "C3", "", "log10 of the Transformer's max / min ||J(k)|| over k = 1..100", 1.0,
+        BELOW, "one order of magnitude over 100 steps, a third of the three that define vanishing or exploding; "
+               "the claim is a path of constant length, no geometric change"),
+}
 VOCAB, D_EMBED, D_HIDDEN = 16, 32, 64
 N_LAYER, N_HEAD, D_MODEL = 2, 4, 64
 DISTANCE = 100  # K: the longest T - t measured; sequences are K + 1 tokens

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from redthread.data.synthetic import MarkovSource
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.generate.processors import build_processors, process
@@ -49,6 +50,27 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "sampling", "C12"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # The sampler draws from the distribution q its processors leave: then every drawn token's -log q minus H(q) is a
+    # martingale difference of mean 0, and its standardised mean z per strategy is ~N(0, 1). Over the five drawn
+    # strategies, mean z^2 is ~chi^2_5 / 5 (mean 1).
+    "sampler_chi2": Criterion("C12", "generation samples P(next | context)", "mean over the 5 drawn strategies of z^2, "
+                              "z = (mean NLL of the draws under q - mean entropy of q) / standard error", 3.02, BELOW,
+                              "the 99% quantile of chi^2_5 / 5, what a correct sampler stays under"),
+    # Exact: a property of the processed distribution at every step, nothing random in it.
+    "top_p_mass": Criterion("C12", "top-p", "least model probability kept by top-p 0.9 at any step of any seed", 0.9 - 1e-6,
+                            ABOVE, "top-p keeps the smallest set of tokens with mass >= p (Holtzman et al. 2019); "
+                            "1e-6 of float32 rounding"),
+    # Maximum likelihood over the logit scale beta sets d/dbeta = E_q[z] - E_data[z] = 0: at the optimum, the model is
+    # as surprised by real text as by its own unaltered samples, and by no other strategy's.
+    "temperature_one_closest": Criterion("C12", "training = maximum likelihood", "under the model, the smallest |NLL of "
+                                         "another strategy's continuations - real ones'| minus temperature 1's, nats",
+                                         0.02, ABOVE, "maximum likelihood ties temperature 1 to the data: it must be the "
+                                         "closest to real text of all strategies, by at least 0.02 nats (a 2% change "
+                                         "in perplexity, the least difference in text this check treats as real)"),
+}
 ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # entropy rate 1.2 nats, top symbol p 0.5 on average
 LENGTH, PROMPT = 48, 8  # each sequence: PROMPT real tokens, then LENGTH - PROMPT generated
 STRATEGIES = {  # label -> settings of generate()

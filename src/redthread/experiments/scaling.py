@@ -33,6 +33,7 @@ from torch.func import jacrev, vmap
 
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import RecallSource
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.models.likelihoods import token_nll
@@ -44,6 +45,41 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "scaling", "C7"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+S_KEYS_SCALING, N_DRAWS_SCALING = 32, 20000  # keys per softmax, draws of q and k per d_k (experiments/scaling.py)
+UNIFORM_JACOBIAN = (S_KEYS_SCALING - 1) ** 0.5 / S_KEYS_SCALING  # ‖diag(p) − p pᵀ‖_F at p uniform over S keys
+CRITERIA: dict[str, Criterion] = {
+    "variance": Criterion(
+        "C7", "variance", "largest |Var(q·k) / d_k − 1| over d_k ∈ {4, …, 1024}, q, k ~ N(0, I), 20000 draws per seed",
+        4 * (3.5 / N_DRAWS_SCALING) ** 0.5, BELOW,
+        "four standard errors of a sample variance: for Gaussian q, k, Var((q·k)²) = 2d_k² + 6d_k, so Var(q·k) / d_k "
+        "from N = 20000 draws has standard error √((2 + 6/d_k) / N) ≤ 0.0132 (at d_k = 4); a larger deviation means "
+        "Var(q·k) ≠ d_k"),
+    "one_hot": Criterion(
+        "C7", "saturation", "mean largest softmax weight over 32 keys without the scale, d_k = 1024",
+        (1 + 1 / S_KEYS_SCALING) / 2, ABOVE,
+        "half-way between the uniform softmax's largest weight (1/32) and one-hot (1): closer to one-hot"),
+    "jacobian_unscaled": Criterion(
+        "C7", "saturation", "mean ‖∂softmax/∂scores‖_F without the scale, d_k = 1024",
+        UNIFORM_JACOBIAN / 2, BELOW,
+        "half the uniform softmax's Jacobian norm √(S − 1)/S = 0.174 (S = 32); a one-hot softmax's is 0: closer to "
+        "a vanished gradient than to the uniform's"),
+    "jacobian_scaled": Criterion(
+        "C7", "saturation", "mean ‖∂softmax/∂scores‖_F with the scale 1/√d_k, d_k = 1024",
+        UNIFORM_JACOBIAN / 2, ABOVE,
+        "the same half-way point between one-hot (0) and uniform (0.174): with the scale the gradient through the "
+        "softmax stays nearer the uniform's"),
+    "scaled_trains": Criterion(
+        "C7", "trainability", "fraction of the gap from log 16 (no attention) to the Bayes limit the scaled model "
+        "closes on the test split", 0.5, ABOVE,
+        "half-way between the best model without attention (0) and the Bayes limit (1): the scaled model is trainable"),
+    "gap": Criterion(
+        "C7", "trainability", "test NLL without the scale minus with, each arm at its own learning rate picked on "
+        "validation, nats/token", 0.1, ABOVE,
+        "5% of the gap the task offers, log 16 (no attention) minus the Bayes limit (about 0.84): 0.05 x 1.93 = 0.1 "
+        "nats; a smaller gain would not be the scale 'restoring trainability'"),
+}
 D_K = [4, 16, 64, 256, 1024]
 S_KEYS = 32  # keys per softmax in part 2 (criteria.py's thresholds assume it)
 N_VAR = 20000  # draws per seed and d_k in part 1 (the variance threshold assumes it)

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from redthread.experiments import one_thread
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
@@ -47,6 +48,29 @@ from redthread.plotting import pyplot
 plt = pyplot()
 
 NAME, CLAIMS = "sequential", "C4"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    # the dependent steps: the longest chain of autograd operations against T, with B*T tokens fixed (exact counts)
+    "rnn_depth_slope": Criterion(
+        "C4", "sequential steps", "log-log slope of the RNN's longest chain of dependent operations against T", 0.5,
+        ABOVE, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    "fused_rnn_depth_slope": Criterion(
+        "C4", "sequential steps", "the same slope for torch's nn.RNN (its CPU kernel)", 0.5,
+        ABOVE, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    "transformer_depth_slope": Criterion(
+        "C4", "sequential steps", "the same slope for the Transformer", 0.5,
+        BELOW, "a chain that grows as T has slope 1, a constant one slope 0; 0.5 is halfway between the two"),
+    # the speed: wall-clock over repeats (one thread)
+    "serial_penalty": Criterion(
+        "C4", "speed", "nn.RNN's time for one sequence of N tokens over its time for N/16 sequences of 16, divided by "
+        "the same ratio for the Transformer", 1.0,
+        ABOVE, "1: the long chain costs the RNN no more than the long sequence costs the Transformer (whose attention "
+        "does more work on it, which leans against the claim)"),
+    "long_sequence_time_ratio": Criterion(
+        "C4", "speed", "nn.RNN's forward + backward time over the Transformer's, one sequence of N tokens", 1.0,
+        ABOVE, "1: parity; a bottleneck means the RNN of the same size is slower than the Transformer"),
+}
 VOCAB = 65
 N_LAYER, N_HEAD, D_MODEL = 2, 4, 64  # ~104k parameters
 D_EMBED, D_HIDDEN = 64, 256  # ~103k parameters

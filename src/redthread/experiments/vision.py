@@ -42,6 +42,7 @@ from torch import Tensor
 
 from redthread.data.captions import load_caption_data
 from redthread.experiments.classification import DIGIT_LRS, MLP_DIGITS, digit_models, excess_ece, predict_proba
+from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.models.captioner import Captioner, captioner_config
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
@@ -55,6 +56,33 @@ from redthread.viz.patches import caption_grounding as grounding
 plt = pyplot()
 
 NAME, CLAIMS = "vision", "C14, C2"
+
+# The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
+CRITERIA: dict[str, Criterion] = {
+    "vit_nll_below_linear": Criterion(
+        "C14", "patches (ViT on digits)", "softmax regression's test NLL minus the ViT's, nats per image", 0.115, ABOVE,
+        "the linear rung on the same pixels, each arm with its own tuned learning rate: a patch model that carries "
+        "the machinery to images must estimate P(class | image) better than a linear function of the pixels, by 5% "
+        "of log 10 (the NLL of a uniform guess over the ten digits)"),
+    "order_drop_fixed": Criterion(
+        "C14", "patch order", "ViT test accuracy, unpermuted minus one fixed patch permutation", 0.045, ABOVE,
+        "the control's drop: a ViT without positions is exactly invariant to patch order (checked exactly), so a "
+        "drop is the positions' use; 5% of the range from chance to perfect accuracy, 0.05 x (1 - 1/10)",
+        bounds=(-1.0, 1.0)),
+    "order_drop_random": Criterion(
+        "C14", "patch order", "ViT test accuracy, unpermuted minus a random patch permutation per image", 0.045, ABOVE,
+        "the control's drop: a ViT without positions is exactly invariant to patch order (checked exactly), so a "
+        "drop is the positions' use; 5% of the range from chance to perfect accuracy, 0.05 x (1 - 1/10)",
+        bounds=(-1.0, 1.0)),
+    "grounding_gain": Criterion(
+        "C14", "cross-attention grounding", "grounding score minus uniform attention's share of the object", 0.05, ABOVE,
+        "the chance level, uniform attention's exact |object patches| / P on the named object, plus 5% of the "
+        "attention mass (1)"),
+    "vit_ece_excess": Criterion(
+        "C2", "calibration (C2, ViT)", "ViT test ECE on digits minus the 95% quantile of a calibrated control's ECE",
+        0.01, BELOW, "the noise floor measured on a control (labels drawn from the model's own probabilities, same "
+        "images), plus one point of probability, the least miscalibration that counts"),
+}
 VIT_SIZE = {"d_model": 48, "n_layer": 2, "n_head": 4, "dropout": 0.1}  # smaller than the recipe's (docs/vision.md)
 VIT_LRS = (1e-3, 2e-3, 4e-3)  # around VIT_TRAIN's 2e-3
 CAPTION_SIZE = {"d_model": 32, "n_layer_encoder": 1, "n_layer_decoder": 1, "n_head": 4}
