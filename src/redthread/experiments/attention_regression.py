@@ -47,6 +47,10 @@ from redthread.train.loop import TrainConfig, train
 plt = pyplot()
 
 NAME, CLAIMS = "attention-as-regression", "C6"
+HYPOTHESIS = ("Nadaraya-Watson attention (query = x, keys = training x, values = training y) with a learned width "
+              "recovers a non-linear E[y | x] as well as k-nearest-neighbours tuned on validation.")
+BUDGET = {"training points": 500, "steps": 300, "quick_steps": 200}
+GRID: dict = {}  # the width is learned by gradient descent; k-NN's k is chosen on validation inside the run
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {

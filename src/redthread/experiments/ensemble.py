@@ -41,6 +41,10 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "ensemble", "C9"
+HYPOTHESIS = ("The heads of one model are as diverse as the members of an ensemble, and losing a whole head "
+              "costs no more than losing the same width spread over every head.")
+BUDGET = {"steps": 300, "quick_steps": 60}
+GRID: dict = {}  # one fixed learning rate (LR below) for every model: the comparison is within a model
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {

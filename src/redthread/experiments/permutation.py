@@ -50,6 +50,10 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "permutation", "C8"
+HYPOTHESIS = ("Self-attention without positions is permutation-equivariant (exactly, up to float rounding) and "
+              "cannot beat the multiset bound on an order task; sinusoidal positions break the symmetry and beat it.")
+BUDGET = {"steps": 600, "quick_steps": 150, "training sequences": 20000}
+GRID: dict = {}  # one fixed recipe for both arms (the claim is about what positions make possible)
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {

@@ -31,6 +31,10 @@ from redthread.train.fit import fit_gd
 plt = pyplot()
 
 NAME, CLAIMS = "regression", "C1"
+HYPOTHESIS = ("Least squares estimates E[y | x]: its error against the true conditional mean falls as 1/n (the "
+              "unbiased rate), and minimising MSE gives the same fit as maximising the Gaussian likelihood.")
+BUDGET = {"sizes": "20 .. 10000", "training sets per size": 40, "gradient steps (the likelihood fit)": 3000}
+GRID: dict = {}  # nothing tuned: closed forms, and a fixed rate for the likelihood fit
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {

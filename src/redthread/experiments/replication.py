@@ -24,7 +24,7 @@ import torch
 from redthread.experiments import load
 from redthread.experiments.history import criteria_commit, history_of
 from redthread.experiments.report import Report
-from redthread.experiments.stats import SEED_SETS, across_budgets, replicate
+from redthread.experiments.stats import SEED_SETS, TUNING_OFFSET, across_budgets, replicate, run_seeds
 
 
 def budgets_of(module) -> tuple[float, ...]:
@@ -51,6 +51,7 @@ def run_experiment(name: str, quick: bool, seed: int, progress=None) -> Report:
             part = _Part(progress, i, len(plan))
             runs[b, s] = run_once(module, False, s, b, part)
         report = merge(runs, budgets, [seed + o for o in SEED_SETS])
+    report.plan = preregistration(module, quick, seed)
     report.history = history_of(name)
     report.criteria_commit = criteria_commit(name)
     return report
@@ -76,6 +77,26 @@ def merge(runs: dict[tuple[float, int], Report], budgets: tuple[float, ...], set
                             if r is not main]
     main.replication = _summary(main, budgets, set_seeds)
     return main
+
+
+def preregistration(module, quick: bool, seed: int) -> dict:
+    """What the module declared before running, as the report prints it."""
+    plan = {}
+    if getattr(module, "HYPOTHESIS", None):
+        plan["hypothesis"] = module.HYPOTHESIS
+    if quick:
+        plan["seeds"] = f"{run_seeds(seed, True)} (one set: a smoke test)"
+    else:
+        plan["seeds"] = (f"set A {run_seeds(seed + SEED_SETS[0], False)}, set B {run_seeds(seed + SEED_SETS[1], False)}; "
+                         f"tuning on seeds {seed + SEED_SETS[0] + TUNING_OFFSET} and {seed + SEED_SETS[1] + TUNING_OFFSET}")
+    if hasattr(module, "BUDGET"):
+        plan["budget"] = ", ".join(f"{k} {v}" for k, v in module.BUDGET.items()) or "none"
+    if len(budgets_of(module)) > 1:
+        plan["budgets"] = ", ".join(f"×{b:g}" for b in budgets_of(module)) + " of the training budget"
+    if hasattr(module, "GRID"):
+        plan["tuning grid"] = ("; ".join(f"{k}: {', '.join(f'{x:g}' for x in v)}" for k, v in module.GRID.items())
+                               + " (extended past an edge pick, at most twice)") if module.GRID else "nothing tuned"
+    return plan
 
 
 def _named(report: Report, name: str):

@@ -151,6 +151,7 @@ class Report:
     history: list[dict] = field(default_factory=list)  # each change of a criterion after a result had been seen
     criteria_commit: str = ""
     replication: list[str] = field(default_factory=list)  # Markdown lines: how the sets and budgets compare
+    plan: dict = field(default_factory=dict)  # the module's pre-registration: hypothesis, budget(s), grid, seeds
 
     def number(self, key: str, value) -> None:
         """Record a number (or a list / dict of numbers) for report.json."""
@@ -271,8 +272,10 @@ class Report:
             overall += " By part: " + "; ".join(f"{part}: {v}" for part, v in named.items()) + "."
         n_sets = max(len(c.sets) for c in self.checks)
         set_names = [f"set {'AB'[i]}" if n_sets > 1 else "seen" for i in range(n_sets)]
-        lines += [overall, "", "## Set-up", "", self.setup, "",
-                  "## Criterion (pre-registered)", "", self.criterion, "",
+        lines += [overall, "", "## Set-up", "", self.setup, ""]
+        if self.plan:
+            lines += ["## Pre-registration", "", *(f"- **{k}**: {_escape(v)}" for k, v in self.plan.items()), ""]
+        lines += ["## Criterion (pre-registered)", "", self.criterion, "",
                   f"Criteria last changed at: {self.criteria_commit or 'unknown'}.", "", "## Checks", "",
                   "| part | required | why this floor | " + " | ".join(f"{s} (mean [95% interval])" for s in set_names)
                   + " | verdict |", "|---|---|---|" + "---|" * n_sets + "---|"]
@@ -308,7 +311,7 @@ class Report:
         return {
             "name": self.name, "claims": self.claims, "quick": self.quick, "verdict": self.verdict,
             "parts": None if self.skipped else self.parts, "skipped": self.skipped, "criterion": self.criterion,
-            "criteria_commit": self.criteria_commit, "history": self.history,
+            "criteria_commit": self.criteria_commit, "history": self.history, "preregistration": self.plan,
             "checks": [c.to_json() for c in self.checks], "tuning": self.tunings,
             "numbers": self.numbers,
         }

@@ -48,6 +48,10 @@ from redthread.plotting import pyplot
 plt = pyplot()
 
 NAME, CLAIMS = "rnn-gradients", "C3"
+HYPOTHESIS = ("Over 100 steps a tanh RNN's Jacobian norm vanishes (spectral radius 0.5) or explodes (2), a "
+              "chrono-initialised LSTM keeps it, and a Transformer's stays flat: a path of constant length.")
+BUDGET = {"sequences per seed": 8, "steps back": 100}
+GRID: dict = {}  # nothing trained: measured at initialisation
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {

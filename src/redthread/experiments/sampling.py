@@ -50,6 +50,10 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "sampling", "C12"
+HYPOTHESIS = ("Generation samples the learned P(next | context): every strategy's draws have the NLL its "
+              "processed distribution's entropy predicts; maximum likelihood ties temperature 1 to real text.")
+BUDGET = {"steps": 600, "quick_steps": 200, "prompts": 500}
+GRID: dict = {}  # one fixed recipe (lr 5e-3): the checks are about the sampler, not a comparison of models
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {
