@@ -67,7 +67,7 @@ CRITERIA: dict[str, Criterion] = {
                                "factor 1.5 of the optimum"),
 }
 NOISE = 0.3
-GRID = 200  # held-out points where the estimates meet the true E[y|x]
+N_EVAL = 200  # held-out points where the estimates meet the true E[y|x]
 RADIUS = 0.5  # "local": weight mass within this distance of the query (reported)
 KS = list(range(1, 101))  # k-NN's candidates, chosen on validation
 DEGREES = list(range(1, 21))  # the polynomial's candidate degrees, chosen on validation
@@ -86,7 +86,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"points for the loop), data seeds {seeds}. Linear regression in closed form; Nadaraya-Watson attention over the "
             f"training points with a Gaussian kernel, its width h learned by AdamW on the leave-one-out Gaussian likelihood "
             f"({steps} steps, batch {NW_TRAIN['batch_size']}, lr {NW_TRAIN['lr']}) from Silverman's rule of thumb. RMSE against "
-            f"the true E[y|x] on {GRID} evenly spaced points; a sweep of {len(widths)} fixed widths from 0.03 to 2 scored the "
+            f"the true E[y|x] on {N_EVAL} evenly spaced points; a sweep of {len(widths)} fixed widths from 0.03 to 2 scored the "
             "same way. Baselines: k-nearest-neighbours with k in 1..100 and a Legendre polynomial of degree 1..20, each "
             "chosen on the validation points. Attention weights and linear regression's equivalent-kernel weights are "
             "compared on the same queries."
@@ -157,7 +157,7 @@ def _one_seed(n: int, seed: int, steps: int, widths: list[float]) -> dict:
     problem = make_regression("sine", n + n // 2, seed=seed, noise=NOISE)
     X, y = problem.X[:n], problem.y[:n]  # (N, 1), (N,)
     data = RegressionData(X, y, problem.X[n:], problem.y[n:])
-    grid = problem.grid(GRID)  # (G, 1)
+    grid = problem.grid(N_EVAL)  # (G, 1)
     truth = problem.true_mean(grid).double()  # (G,)
 
     def rmse(pred: torch.Tensor) -> float:
@@ -165,7 +165,7 @@ def _one_seed(n: int, seed: int, steps: int, widths: list[float]) -> dict:
 
     linear = LinearRegression().fit(X, y)
     A = torch.cat([torch.ones(n, 1, dtype=torch.float64), X.double()], 1)  # (N, 2): [1, x]
-    G = torch.cat([torch.ones(GRID, 1, dtype=torch.float64), grid.double()], 1)  # (G, 2)
+    G = torch.cat([torch.ones(N_EVAL, 1, dtype=torch.float64), grid.double()], 1)  # (G, 2)
     lin_weights = G @ torch.linalg.pinv(A)  # (G, 2) @ (2, N) -> (G, N): y_hat = lin_weights @ y
 
     torch.manual_seed(seed)
