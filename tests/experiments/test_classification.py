@@ -7,15 +7,25 @@ from torch.distributions import Categorical, MultivariateNormal, kl_divergence
 
 from redthread.data.images import load_digits
 from redthread.data.regression import RegressionData
+from redthread.experiments import classification
 from redthread.experiments.classification import (
+    BUDGET,
+    DIGIT_LRS,
+    GAUSS_LRS,
+    GRID,
     calibrated_control,
+    digit_lr,
+    digit_models,
     digits_with_validation,
+    gaussian_data,
+    gaussian_lr,
     loglog_slope,
     mean_kl,
     three_classes,
     top1_ece,
 )
-from redthread.experiments.stats import BELOW
+from redthread.experiments.report import Report
+from redthread.experiments.stats import BELOW, SEED_SETS, run_seeds, tuning_seed
 from redthread.train.calibration import calibration
 
 
@@ -36,6 +46,8 @@ def test_classification_quick_structure(quick_report):
         assert all(0 <= v <= 1 for key in ("accuracy", "ece", "floor") for v in d[key])
         assert all(math.isclose(e - f, x, abs_tol=1e-12) for e, f, x in zip(d["ece"], d["floor"], d["excess"]))
     assert (out / "kl_vs_n.png").is_file()
+    assert data["tuning"] == []  # --quick: no sweep
+    assert all(lrs == [GAUSS_LRS[name][1]] * len(nums["sizes"]) for name, lrs in nums["learning_rates"].items())
 
 
 def test_posterior_is_bayes_rule():
@@ -101,3 +113,50 @@ def test_digits_validation_split():
     train_rows = {r.numpy().tobytes() for r in train_images}
     assert all(r.numpy().tobytes() in train_rows for r in xv)  # validation images come from the training images
     assert len(xt) + len(xv) == len(train_images)
+
+
+def test_the_module_declares_its_plan():
+    assert not hasattr(classification, "BUDGETS")  # not a comparative claim: one budget
+    assert BUDGET["steps"] > BUDGET["quick_steps"] and BUDGET["digit_steps"] > BUDGET["quick_digit_steps"]
+    assert set(GRID.values()) == {*GAUSS_LRS.values(), *DIGIT_LRS.values()}
+
+
+def _fake_fits(monkeypatch, best: float) -> list[int]:
+    """fit and fit_gaussian record their seed and return the learning rate; val_nll scores it, lowest at `best`."""
+    fitted = []
+    monkeypatch.setattr(classification, "fit", lambda model, data, lr, *args, **kwargs: fitted.append(args[2]) or lr)
+    monkeypatch.setattr(classification, "fit_gaussian",
+                        lambda name, dist, data, lr, steps, seed: fitted.append(seed) or lr)
+    monkeypatch.setattr(classification, "val_nll", lambda lr, data: (math.log(lr) - math.log(best)) ** 2)
+    return fitted
+
+
+def test_gaussian_learning_rates_are_tuned_on_the_tuning_seed_only(monkeypatch):
+    best = GAUSS_LRS["MLP"][1]
+    fitted = _fake_fits(monkeypatch, best)
+    report = Report("classification", "C2")
+    assert gaussian_lr(report, "MLP", three_classes(), 40, steps=5, seed=100, quick=False) == best
+    assert set(fitted) == {tuning_seed(100)} and report.tunings[0]["setting"] == "lr, MLP, Gaussian classes, n = 40"
+    assert not any(tuning_seed(o) in run_seeds(o, quick=False) for o in SEED_SETS)
+    fitted.clear()
+    assert gaussian_lr(report, "MLP", three_classes(), 40, steps=5, seed=100, quick=True) == best  # the middle
+    assert fitted == [] and len(report.tunings) == 1  # --quick: no sweep
+
+
+def test_digit_learning_rates_are_tuned_on_the_tuning_seed_and_verdict_models_trained_fresh(monkeypatch):
+    best = DIGIT_LRS["softmax regression"][1]
+    fitted = _fake_fits(monkeypatch, best)
+    report = Report("classification", "C2")
+    assert digit_lr(report, "softmax regression", steps=5, seed=0, quick=False) == best
+    assert set(fitted) == {tuning_seed(0)} and not report.tunings[0]["edge"]
+    fitted.clear()
+    models = digit_models(lambda: None, best, run_seeds(0, quick=False), steps=5)
+    assert fitted == run_seeds(0, quick=False) and all(m == best for m, _ in models)  # one fresh fit per verdict seed
+
+
+def test_gaussian_draws_depend_on_seed_and_n():
+    dist = three_classes()
+    a, b = gaussian_data(dist, 40, seed=0), gaussian_data(dist, 40, seed=50)
+    assert a.split("train")[0].shape == (40, 2) and a.split("val")[0].shape == (20, 2)
+    assert not torch.equal(a.split("train")[0], b.split("train")[0])
+    assert torch.equal(a.split("train")[0], gaussian_data(dist, 40, seed=0).split("train")[0])

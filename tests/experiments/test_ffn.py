@@ -1,6 +1,9 @@
+import inspect
+
 import numpy as np
 
-from redthread.experiments.ffn import RuleSource, best_rise
+from redthread.experiments import ffn
+from redthread.experiments.ffn import BUDGET, BUDGETS, GRID, RuleSource, best_rise
 
 
 def test_rule_source_follows_its_table():
@@ -26,4 +29,11 @@ def test_ffn_quick_report(quick_report):
     for acc in n["probe_accuracy"].values():
         assert len(acc) == len(n["probe_points"]) and all(0 <= a <= 1 for a in acc)
     assert all(b > 0 for b in n["bayes_rule_nll"])
+    assert n["steps"] == BUDGET["quick_steps"] and data["tuning"] == []  # budget 1; nothing is tuned
     assert (out / "probes.png").exists() and (out / "ablation.png").exists()
+
+
+def test_steps_scale_with_the_budget():
+    assert GRID == {} and BUDGETS == (0.5, 1.0, 2.0) and "budget" in inspect.signature(ffn.run).parameters
+    assert [ffn.training_steps(False, b) for b in BUDGETS] == [BUDGET["steps"] // 2, BUDGET["steps"], 2 * BUDGET["steps"]]
+    assert ffn.training_steps(True, 1.0) == BUDGET["quick_steps"] and ffn.training_steps(False, 1e-6) == 1

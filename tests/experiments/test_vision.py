@@ -1,9 +1,22 @@
+import inspect
 import math
 
 import torch
 
-from redthread.experiments.stats import ABOVE, BELOW
-from redthread.experiments.vision import INVARIANCE_TOL, invariance_gap, permute_patches, vit_without_positions
+from redthread.experiments import vision
+from redthread.experiments.classification import DIGIT_LRS
+from redthread.experiments.report import Report
+from redthread.experiments.stats import ABOVE, BELOW, run_seeds, tuning_seed
+from redthread.experiments.tuning import tune
+from redthread.experiments.vision import (
+    BUDGET,
+    BUDGETS,
+    GRID,
+    INVARIANCE_TOL,
+    invariance_gap,
+    permute_patches,
+    vit_without_positions,
+)
 from redthread.models.vit import PatchEmbedding, ViT, ViTConfig
 
 
@@ -32,6 +45,7 @@ def test_vision_quick_structure(quick_report):
         assert 0 <= c["uniform"] <= 1 and 0 <= c["grounding"] <= 1 and c["words"] > 0
         assert math.isclose(c["gain"], c["grounding"] - c["uniform"], abs_tol=1e-12)
     assert (out / "vision.png").is_file()
+    assert data["tuning"] == [] and nums["ladder"]["ViT"]["lr"] == GRID["lr, ViT"][1]  # --quick: no sweep
 
 
 def test_permute_patches_moves_whole_patches():
@@ -73,3 +87,27 @@ def test_a_vit_without_positions_is_invariant_and_one_with_positions_is_not():
     with torch.no_grad():
         placed.pos_emb.normal_(0, 1.0)
     assert invariance_gap(placed, images, perms) > 100 * INVARIANCE_TOL  # the measurement can fail
+
+
+def test_steps_scale_with_the_budget():
+    assert BUDGETS == (0.5, 1.0, 2.0) and "budget" in inspect.signature(vision.run).parameters
+    for b in BUDGETS:
+        assert vision.training_steps(False, b) == {k: int(BUDGET[f"{k}_steps"] * b) for k in ("vit", "flat", "caption")}
+    assert vision.training_steps(True, 1.0) == {k: BUDGET[f"quick_{k}_steps"] for k in ("vit", "flat", "caption")}
+    assert set(vision.training_steps(False, 1e-6).values()) == {1}
+
+
+def test_learning_rates_are_tuned_on_the_tuning_seed_only(monkeypatch):
+    asked = []
+
+    def fake_tune(make, grid, seed, steps, flat, weight_decay):
+        asked.append(seed)
+        return tune(lambda lr: (math.log(lr) - math.log(grid[1])) ** 2, grid)
+
+    monkeypatch.setattr(vision, "tune_digit_lr", fake_tune)
+    report = Report("vision", "C14, C2")
+    assert vision.arm_lr(report, "ViT", None, 5, False, 0.05, seed=0, quick=False) == GRID["lr, ViT"][1]
+    assert asked == [tuning_seed(0)] and tuning_seed(0) not in run_seeds(0, quick=False)
+    assert report.tunings[0]["setting"] == "lr, ViT" and not report.tunings[0]["edge"]
+    assert vision.arm_lr(report, "MLP", None, 5, True, 0.0, seed=0, quick=True) == DIGIT_LRS["MLP"][1]
+    assert asked == [tuning_seed(0)]  # --quick: no sweep

@@ -14,8 +14,10 @@ between numerator and denominator, leaving
 exactly softmax regression (linear discriminant analysis; Bishop, PRML 2006, eqs. 4.65-4.70).
 Softmax regression (`SoftmaxRegression`, well specified here) and a one-layer tanh MLP
 (`MLPClassifier`) are trained by the one loop (`redthread.train.loop.train`, full batch, no
-weight decay: the maximum-likelihood fit) on n samples for several n, each with its learning rate
-picked from three on a validation draw of n / 2 samples of its own. The error is
+weight decay: the maximum-likelihood fit) on n samples for several n. Each model's learning rate
+is tuned for each n on the tuning seed (`tuning_seed`, which no verdict uses): n training samples
+and a validation draw of n / 2 of its own; every verdict seed then draws its own n samples and
+trains fresh at that pick. The error is
 KL(true posterior || learned posterior), averaged over 4,000 held-out x from p(x). If the softmax
 output estimates P(class | x), the error goes to zero as n grows: the slope of log KL against
 log n is negative. For a well-specified model fitted by maximum likelihood the asymptotic theory
@@ -27,8 +29,14 @@ The expected calibration error (ECE, 15 equal-width bins of top-1 confidence; Gu
 of a finite test set is never 0, even for a perfectly calibrated predictor. The control measures
 that noise floor: labels drawn from the model's own predicted probabilities (so the model is
 calibrated for them by construction) on the same test images, 200 draws; the check is the model's
-ECE minus the control's 95th percentile (below 0: indistinguishable from a calibrated predictor).
-The ViT's calibration is measured the same way in the `vision` experiment.
+ECE minus the control's 95th percentile (below 0.01: no more miscalibration than a calibrated
+predictor shows by chance, give or take one point of probability). Each model's learning rate is
+tuned on the tuning seed's digits split (its validation images, 20% of its training images); each
+verdict seed trains fresh at the pick on its own split (`digit_models`). The ViT's calibration is
+measured the same way in the `vision` experiment.
+
+Not a comparative claim: one training budget (`BUDGET`), no `BUDGETS`. With --quick nothing is
+tuned (each grid's middle value): a smoke test.
 
 Shape legend: N examples, D features, K classes, M control draws, B bins.
 """
@@ -46,6 +54,8 @@ from redthread.data.images import ImageData, load_digits, stratified_split
 from redthread.data.regression import RegressionData
 from redthread.experiments.criteria import BELOW, Criterion
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds, tuning_seed
+from redthread.experiments.tuning import Tuned, tune
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -53,6 +63,11 @@ from redthread.train.loop import TrainConfig, evaluate, train
 plt = pyplot()
 
 NAME, CLAIMS = "classification", "C2"
+
+HYPOTHESIS = ("A softmax output layer trained by maximum likelihood estimates P(class | input): where the true "
+              "posterior is known (Gaussian classes) its KL to the truth falls with the sample size n at about the "
+              "1/n rate of a well-specified fit, and on real images (digits) it is as well calibrated as a "
+              "predictor that is calibrated by construction, give or take one point of probability.")
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {
@@ -73,10 +88,20 @@ CRITERIA: dict[str, Criterion] = {
         0.01, BELOW, "the noise floor measured on a control (labels drawn from the model's own probabilities, same "
         "images), plus one point of probability, the least miscalibration that counts"),
 }
+# Learning rates, tuned on the set's tuning seed (per n on the Gaussian classes); each grid extends past an edge pick.
+GRID = {
+    "lr, softmax regression, Gaussian": (0.03, 0.1, 0.3),
+    "lr, MLP, Gaussian": (0.003, 0.01, 0.03),
+    "lr, softmax regression, digits": (3e-3, 1e-2, 3e-2),  # around commands/images.py's
+    "lr, MLP, digits": (1e-3, 3e-3, 1e-2),
+}
+ARMS = ("softmax regression", "MLP")
+GAUSS_LRS = {arm: GRID[f"lr, {arm}, Gaussian"] for arm in ARMS}
+DIGIT_LRS = {arm: GRID[f"lr, {arm}, digits"] for arm in ARMS}
+BUDGET = {"steps": 400, "quick_steps": 150,  # full-batch steps on the Gaussian classes
+          "digit_steps": 1000, "quick_digit_steps": 300}  # steps of batch 64 on digits
 N_BINS, CONTROL_DRAWS, CONTROL_QUANTILE = 15, 200, 0.95
 N_HELD_OUT = 4000
-GAUSS_LRS = {"softmax regression": (0.03, 0.1, 0.3), "MLP": (0.003, 0.01, 0.03)}
-DIGIT_LRS = {"softmax regression": (3e-3, 1e-2, 3e-2), "MLP": (1e-3, 3e-3, 1e-2)}  # around commands/images.py's
 MLP_GAUSS = {"d_hidden": 16, "n_layer": 1}
 MLP_DIGITS = {"d_hidden": 128, "n_layer": 2}  # commands/images.py's MLP_SIZE
 
@@ -167,35 +192,42 @@ def fit(model: nn.Module, data, lr: float, steps: int, batch_size: int, seed: in
     return model.eval()
 
 
-def fit_tuned(make: Callable[[], nn.Module], data, lrs, steps: int, batch_size: int, seed: int,
-              weight_decay: float = 0.0) -> tuple[nn.Module, float]:
-    """One model per learning rate (same initialisation), the one with the lowest validation NLL."""
-    best = None
-    for lr in lrs:
+def quick_lr(grid) -> float:
+    """--quick tunes nothing: the grid's middle value."""
+    return grid[len(grid) // 2]
+
+
+def val_nll(model: nn.Module, data) -> float:
+    return evaluate(model, data, "val", batch_size=4096)["nll"]
+
+
+def tune_digit_lr(make: Callable[[], nn.Module], grid, seed: int, steps: int, flat: bool = True,
+                  weight_decay: float = 0.0) -> Tuned:
+    """The learning rate of `grid` (extended past an edge pick) with the lowest NLL on the validation images of seed
+    `seed`'s digits split, each model trained from seed's initialisation, batch 64. Call it with a tuning seed: the
+    models it trains are scored and dropped, and no verdict uses them."""
+    data, _ = digits_with_validation(seed)  # train minus validation, vs validation
+    data = data.flattened() if flat else data
+
+    def score(lr: float) -> float:
         torch.manual_seed(seed)
-        model = fit(make(), data, lr, steps, batch_size, seed, weight_decay)
-        nll = evaluate(model, data, "val", batch_size=4096)["nll"]
-        if best is None or nll < best[0]:
-            best = (nll, model, lr)
-    return best[1], best[2]
+        return val_nll(fit(make(), data, lr, steps, 64, seed, weight_decay), data)
+
+    return tune(score, grid)
 
 
-def digit_models(make: Callable[[], nn.Module], lrs, seeds: list[int], steps: int, flat: bool = True,
-                 weight_decay: float = 0.0) -> tuple[float, list[tuple[nn.Module, object]]]:
-    """One model per seed on that seed's digits split, batch 64; the learning rate picked from `lrs` on the
-    first seed's validation split (that seed's model is the picked one: it trained on the same images).
-    Returns (lr, [(model, data whose "val" split is the test images)]); flat: pixel vectors, else images."""
-    out, lr = [], None
+def digit_models(make: Callable[[], nn.Module], lr: float, seeds: list[int], steps: int, flat: bool = True,
+                 weight_decay: float = 0.0) -> list[tuple[nn.Module, ImageData]]:
+    """One model per seed, trained fresh at `lr` on that seed's digits split (its training images minus the
+    validation ones, batch 64): [(model, data whose "val" split is the test images)]. flat: pixel vectors, else
+    images."""
+    out = []
     for s in seeds:
-        tune, final = digits_with_validation(s)
-        tune, final = (tune.flattened(), final.flattened()) if flat else (tune, final)
-        if lr is None:
-            model, lr = fit_tuned(make, tune, lrs, steps, 64, s, weight_decay)
-        else:
-            torch.manual_seed(s)
-            model = fit(make(), final, lr, steps, 64, s, weight_decay)
-        out.append((model, final))
-    return lr, out
+        _, final = digits_with_validation(s)
+        final = final.flattened() if flat else final
+        torch.manual_seed(s)
+        out.append((fit(make(), final, lr, steps, 64, s, weight_decay), final))
+    return out
 
 
 @torch.no_grad()
@@ -220,22 +252,44 @@ def digits_with_validation(seed: int) -> tuple[ImageData, ImageData]:
 # -- the experiment --------------------------------------------------------------------------------------------------
 
 
-def gaussian_arm(name: str, dist: GaussianClasses, n: int, seed: int, steps: int, held_out: Tensor) -> tuple[float, float]:
-    """Train `name` on n samples (lr tuned on n / 2 validation samples); (KL on held_out, chosen lr)."""
+def gaussian_data(dist: GaussianClasses, n: int, seed: int) -> RegressionData:
+    """n training samples and a validation draw of n / 2 (at least 20), both from `seed` and n. The validation draw
+    is what a tuning seed scores; a verdict seed trains on the same kind of draw and is scored by its KL."""
     g = torch.Generator().manual_seed(seed * 1_000_003 + n)
-    (x, y), (xv, yv) = dist.sample(n, g), dist.sample(max(n // 2, 20), g)
-    data = RegressionData(x, y, xv, yv)
-    D, K = x.shape[1], dist.priors.numel()
-    make = (lambda: SoftmaxRegression(D, K)) if name == "softmax regression" else (lambda: MLPClassifier(D, K, **MLP_GAUSS))
-    model, lr = fit_tuned(make, data, GAUSS_LRS[name], steps, n, seed)
+    (x, y), (xv, yv) = dist.sample(n, g), dist.sample(max(n // 2, 20), g)  # (n, D), (n,); (n / 2, D), (n / 2,)
+    return RegressionData(x, y, xv, yv)
+
+
+def fit_gaussian(name: str, dist: GaussianClasses, data: RegressionData, lr: float, steps: int, seed: int) -> nn.Module:
+    """`name` (softmax regression or the MLP) fitted on data's n training samples, full batch, from seed's
+    initialisation."""
+    D, K = dist.means.shape[1], dist.priors.numel()
+    torch.manual_seed(seed)
+    model = SoftmaxRegression(D, K) if name == "softmax regression" else MLPClassifier(D, K, **MLP_GAUSS)
+    return fit(model, data, lr, steps, len(data.split("train")[1]), seed)
+
+
+def tune_gaussian_lr(name: str, dist: GaussianClasses, n: int, steps: int, seed: int) -> Tuned:
+    """`name`'s learning rate for n samples: the lowest validation NLL over GAUSS_LRS[name] (extended past an edge
+    pick) on seed's draw. Call it with a tuning seed."""
+    data = gaussian_data(dist, n, seed)
+    return tune(lambda lr: val_nll(fit_gaussian(name, dist, data, lr, steps, seed), data), GAUSS_LRS[name])
+
+
+def gaussian_kl(name: str, dist: GaussianClasses, n: int, lr: float, steps: int, seed: int, held_out: Tensor) -> float:
+    """`name` trained fresh at lr on seed's n samples: its mean KL(true posterior || learned) on held_out (N, D)."""
+    model = fit_gaussian(name, dist, gaussian_data(dist, n, seed), lr, steps, seed)
     with torch.no_grad():
-        return mean_kl(dist.posterior_logits(held_out), model(held_out)), lr
+        return mean_kl(dist.posterior_logits(held_out), model(held_out))
 
 
-def digit_arm(name: str, seeds: list[int], steps: int) -> dict:
-    """`name` trained on digits for every seed (`digit_models`): test accuracy, ECE and its control."""
-    make = (lambda: SoftmaxRegression(64, 10)) if name == "softmax regression" else (lambda: MLPClassifier(64, 10, **MLP_DIGITS))
-    lr, models = digit_models(make, DIGIT_LRS[name], seeds, steps)
+def digit_model(name: str) -> Callable[[], nn.Module]:
+    return (lambda: SoftmaxRegression(64, 10)) if name == "softmax regression" else (lambda: MLPClassifier(64, 10, **MLP_DIGITS))
+
+
+def digit_arm(name: str, lr: float, seeds: list[int], steps: int) -> dict:
+    """`name` trained at lr on digits for every seed (`digit_models`): test accuracy, ECE and its control."""
+    models = digit_models(digit_model(name), lr, seeds, steps)
     out = {"lr": lr, "accuracy": [], "ece": [], "floor": [], "excess": []}
     for s, (model, data) in zip(seeds, models):
         x, y = data.split("val")  # the test images
@@ -247,13 +301,30 @@ def digit_arm(name: str, seeds: list[int], steps: int) -> dict:
     return out
 
 
+def gaussian_lr(report: Report, name: str, dist: GaussianClasses, n: int, steps: int, seed: int, quick: bool) -> float:
+    """The learning rate `name` trains at on n samples: tuned on tuning_seed(seed) and recorded; --quick: no sweep."""
+    if quick:
+        return quick_lr(GAUSS_LRS[name])
+    return report.tuned(f"lr, {name}, Gaussian classes, n = {n}", tune_gaussian_lr(name, dist, n, steps, tuning_seed(seed)))
+
+
+def digit_lr(report: Report, name: str, steps: int, seed: int, quick: bool) -> float:
+    """The learning rate `name` trains at on digits: tuned on tuning_seed(seed)'s split and recorded; --quick: no sweep."""
+    if quick:
+        return quick_lr(DIGIT_LRS[name])
+    return report.tuned(f"lr, {name}, digits", tune_digit_lr(digit_model(name), DIGIT_LRS[name], tuning_seed(seed), steps))
+
+
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     sizes = [40, 160, 640] if quick else [40, 80, 160, 320, 640, 1280]
-    seeds = list(range(seed, seed + (2 if quick else 5)))
-    steps, digit_steps = (150, 300) if quick else (400, 1000)
+    seeds = run_seeds(seed, quick)
+    steps = BUDGET["quick_steps" if quick else "steps"]
+    digit_steps = BUDGET["quick_digit_steps" if quick else "digit_steps"]
     dist = three_classes()
     K, D = dist.priors.numel(), dist.means.shape[1]
     n_params = (K - 1) * (D + 1)
+    tuning = ("(quick run: no sweep, each grid's middle value)" if quick else
+              f"(extended past an edge pick) by validation NLL on seed {tuning_seed(seed)}, which no verdict uses")
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(
@@ -261,44 +332,51 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             "covariance [[1, 0.3], [0.3, 1]], priors (0.5, 0.3, 0.2), so P(class | x) is exactly a softmax of a linear "
             f"function (derivation in the module docstring). For n in {sizes} and seeds {seeds}: softmax regression "
             f"and a 1x{MLP_GAUSS['d_hidden']} tanh MLP, each trained by the shared loop ({steps} full-batch AdamW steps, "
-            "no weight decay: maximum likelihood), each with its learning rate picked from "
-            f"{GAUSS_LRS['softmax regression']} (softmax regression) or {GAUSS_LRS['MLP']} (MLP) on a validation draw "
-            f"of n/2 samples. Error: KL(true posterior || learned) averaged over {N_HELD_OUT} held-out x from p(x). "
+            "no weight decay: maximum likelihood) on the seed's own n samples. Learning rate per model and n: picked "
+            f"from {GAUSS_LRS['softmax regression']} (softmax regression) or {GAUSS_LRS['MLP']} (MLP) {tuning}, "
+            "there on n training samples and a validation draw of n/2; each verdict seed trains fresh at the pick. "
+            f"Error: KL(true posterior || learned) averaged over {N_HELD_OUT} held-out x from p(x). "
             f"Part 2 (calibration): softmax regression and a 2x128 tanh MLP on scikit-learn's digits ({digit_steps} "
             "steps of batch 64, the recipe of `redthread ladder --images`, no weight decay), each seed its own "
-            "stratified split (80% train, of which 20% validation; 20% test), the learning rate picked per arm from "
-            f"three on the first seed's validation split. ECE: top-1 confidence in {N_BINS} equal bins on the test "
-            f"images. Control: a perfectly calibrated predictor at the same n — labels drawn from the model's own "
-            f"predicted probabilities, {CONTROL_DRAWS} draws — whose ECE is pure finite-sample noise."
+            "stratified split (80% train, of which 20% validation; 20% test), trained on its training images minus "
+            f"the validation ones. Learning rate per model: picked from {DIGIT_LRS['softmax regression']} (softmax "
+            f"regression) or {DIGIT_LRS['MLP']} (MLP) {tuning}, there on its split's validation images; each verdict "
+            f"seed trains fresh at the pick. ECE: top-1 confidence in {N_BINS} equal bins on the test images. Control: "
+            f"a perfectly calibrated predictor at the same n — labels drawn from the model's own predicted "
+            f"probabilities, {CONTROL_DRAWS} draws — whose ECE is pure finite-sample noise."
         ),
         criterion=(
-            "Part 1 (for each model): the slope of log KL against log n, one per seed, is below 0 (the learned "
-            f"posterior converges to the true one; the theory for a well-specified maximum-likelihood fit gives about "
-            f"-1, E[KL] ~ p/(2n) with p = {n_params}). Part 2 (for each model): the test ECE minus the "
-            f"{CONTROL_QUANTILE:.0%} quantile of the calibrated control's ECE is below 0 (no more miscalibration than "
-            "a calibrated predictor shows by chance on the same images)."
+            HYPOTHESIS + " Part 1 (for each model): the slope of log KL against log n, one per seed, is below "
+            f"{CRITERIA['kl_slope_softmax'].floor:g} (half the rate the theory for a well-specified maximum-likelihood "
+            f"fit gives, about -1: E[KL] ~ p/(2n) with p = {n_params}). Part 2 (for each model): the test ECE minus "
+            f"the {CONTROL_QUANTILE:.0%} quantile of the calibrated control's ECE is below "
+            f"{CRITERIA['ece_excess_softmax'].floor:g} (no more miscalibration than a calibrated predictor shows by "
+            "chance on the same images, give or take one point of probability). Each by its 95% interval over seeds."
         ),
     )
+    tick = _ticker(progress, 2 * len(sizes) * (len(seeds) + 1) + 4)
 
+    # Part 1: a learning rate per model and n, from the tuning seed; each verdict seed's KL, trained fresh at it.
     held_out, _ = dist.sample(N_HELD_OUT, torch.Generator().manual_seed(10**6 + seed))  # (N_HELD_OUT, D)
-    kl = {name: [[0.0] * len(sizes) for _ in seeds] for name in GAUSS_LRS}  # model -> seed -> size
-    lrs = {name: [[0.0] * len(sizes) for _ in seeds] for name in GAUSS_LRS}
-    total, done = 2 * len(seeds) * len(sizes) + 2, 0
-    for name in GAUSS_LRS:
-        for si, s in enumerate(seeds):
-            for ni, n in enumerate(sizes):
-                kl[name][si][ni], lrs[name][si][ni] = gaussian_arm(name, dist, n, s, steps, held_out)
-                done += 1
-                if progress is not None:
-                    progress.update(done / total, f"{name}, n={n}, seed {s}")
-    slopes = {name: [loglog_slope(sizes, kl[name][si]) for si in range(len(seeds))] for name in GAUSS_LRS}
+    lrs, kl = {}, {}  # model -> [lr per n]; model -> seed -> [KL per n]
+    for name in ARMS:
+        lrs[name] = []
+        for n in sizes:
+            lrs[name].append(gaussian_lr(report, name, dist, n, steps, seed, quick))
+            tick(f"{name}, n={n}, learning rate")
+        kl[name] = []
+        for s in seeds:
+            kl[name].append([gaussian_kl(name, dist, n, lr, steps, s, held_out) for n, lr in zip(sizes, lrs[name])])
+            tick(f"{name}, seed {s}", len(sizes))
+    slopes = {name: [loglog_slope(sizes, kl[name][si]) for si in range(len(seeds))] for name in ARMS}
 
+    # Part 2: a learning rate per model from the tuning seed's digits; each verdict seed's calibration at it.
     digits = {}
-    for name in DIGIT_LRS:
-        digits[name] = digit_arm(name, seeds, digit_steps)
-        done += 1
-        if progress is not None:
-            progress.update(done / total, f"digits, {name}")
+    for name in ARMS:
+        lr = digit_lr(report, name, digit_steps, seed, quick)
+        tick(f"digits, {name}, learning rate")
+        digits[name] = digit_arm(name, lr, seeds, digit_steps)
+        tick(f"digits, {name}")
 
     for name, key in (("softmax regression", "softmax"), ("MLP", "mlp")):
         report.check(f"kl_slope_{key}", slopes[name], seeds)
@@ -310,11 +388,23 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     return report
 
 
+def _ticker(progress, total: int):
+    """tick(text, units): `units` more of `total` done."""
+    done = [0]
+
+    def tick(text: str, units: int = 1) -> None:
+        done[0] += units
+        if progress is not None:
+            progress.update(min(done[0] / total, 1.0), text)
+
+    return tick
+
+
 def write_gaussian_results(report: Report, sizes, seeds, kl, lrs, slopes, n_params: int) -> None:
     report.number("sizes", sizes)
     report.number("seeds", seeds)
     report.number("kl", kl)
-    report.number("learning_rates", lrs)
+    report.number("learning_rates", lrs)  # model -> one per n, as `sizes`
     report.number("kl_slopes", slopes)
     theory = [n_params / (2 * n) for n in sizes]
     report.number("theory_p_over_2n", theory)
@@ -346,7 +436,7 @@ def write_digit_results(report: Report, seeds, digits: dict) -> None:
     rows = []
     for name, d in digits.items():
         rows.append([name, d["lr"], *(sum(d[k]) / len(seeds) for k in ("accuracy", "ece", "floor", "excess"))])
-    report.table(["model", "lr (picked on validation)", "test accuracy", "ECE", "control ECE 95% quantile",
+    report.table(["model", "lr", "test accuracy", "ECE", "control ECE 95% quantile",
                   "ECE minus control"], rows, title="Calibration on digits (means over seeds)")
     if any(not math.isfinite(v) for d in digits.values() for v in d["ece"]):
         report.note("An ECE is not finite.")

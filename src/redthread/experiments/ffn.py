@@ -22,10 +22,15 @@ A two-layer Transformer is trained on it by maximum likelihood. Then two measure
   for the rule's output f. Where a quantity becomes linearly readable shows which sublayer
   produced it (Alain & Bengio 2016, "Understanding intermediate layers using linear probes").
 
-Both run over seeds (each its own table f, data, initial weights and probes) and are decided by
-95% intervals over the seeds. The ablation is scored at the positions where the rule may apply
-(t >= 5) against half the information the context carries there, (log V - H_rule) / 2 = 0.89 nats,
-exact for this source; the probes by which kind of sublayer produces the largest rise.
+Both run over seeds (`run_seeds`: each its own table f, data, initial weights and probes) and are
+decided by 95% intervals over the seeds. The ablation is scored at the positions where the rule may
+apply (t >= 5) against half the information the context carries there, (log V - H_rule) / 2 = 0.89
+nats, exact for this source; the probes by which kind of sublayer produces the largest rise, by 5%
+of the range from chance to a perfect probe.
+
+Nothing is tuned (`GRID` is empty): one model per seed at a fixed learning rate, and the comparison
+(attention against FFN) is made within that model. It is made at half, one and twice the training
+budget (`BUDGETS`); `budget` scales the training steps only.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ plt = pyplot()
 
 NAME, CLAIMS = "ffn", "C10"
 
+HYPOTHESIS = ("In a two-layer Transformer trained on a source whose next token is a random table of two earlier "
+              "tokens, the attention sublayers bring the two tokens to the position and the FFNs compute the table: "
+              "mean-ablating either kind costs at least half the information the context carries, the context "
+              "tokens become linearly readable across an attention sublayer, and the table's output across an FFN.")
+
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {
     # At the positions where the rule may apply, the context carries log V - H_rule nats per token, H_rule the entropy
@@ -72,6 +82,10 @@ CRITERIA: dict[str, Criterion] = {
                              "the claim: computing f(s_(t-2), s_(t-5)) from them is the FFN's work; 5% of the range "
                              "from chance to a perfect probe, 0.05 x (1 - 1/16)", bounds=(-1.0, 1.0)),
 }
+GRID: dict = {}  # nothing tuned: one model per seed at LR, compared within itself
+LR = 6e-3
+BUDGET = {"steps": 600, "quick_steps": 150}  # AdamW steps of batch 32
+BUDGETS = (0.5, 1.0, 2.0)  # measured at half, one and twice the training budget
 VOCAB, A_LAG, B_LAG, P_RULE = 16, 2, 5, 0.8
 N_LAYER, N_HEAD, D_MODEL = 2, 4, 64
 PROBE_ITERS, PROBE_L2 = 100, 1e-3
@@ -189,7 +203,7 @@ def one_seed(seed: int, length: int, steps: int, n_train: int, n_val: int) -> di
     torch.manual_seed(seed)
     model = TransformerLM(TransformerConfig(vocab_size=data.vocab_size, block_size=length, n_layer=N_LAYER,
                                             n_head=N_HEAD, d_model=D_MODEL, pos="rope"))
-    train(model, data, TrainConfig(max_iters=steps, batch_size=32, lr=6e-3, min_lr=6e-4, warmup_iters=steps // 10,
+    train(model, data, TrainConfig(max_iters=steps, batch_size=32, lr=LR, min_lr=LR / 10, warmup_iters=steps // 10,
                                    eval_interval=steps, log_interval=steps, seed=seed, device="cpu"), progress=False)
     model.eval()
     out = {"bayes_nll": source.bayes_nll(seqs), "bayes_rule_nll": float(-source.log_probs(seqs)[:, B_LAG:].mean()),
@@ -223,8 +237,14 @@ def best_rise(rises: dict[str, float], kind: str) -> float:
     return max(v for k, v in rises.items() if k.startswith(kind))
 
 
-def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    length, steps, n_train, n_val = (16, 150, 1000, 200) if quick else (24, 600, 4000, 400)
+def training_steps(quick: bool, budget: float) -> int:
+    """The steps the model trains for: the budget's share of BUDGET, at least one."""
+    return max(1, int(BUDGET["quick_steps" if quick else "steps"] * budget))
+
+
+def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) -> Report:
+    length, n_train, n_val = (16, 1000, 200) if quick else (24, 4000, 400)
+    steps = training_steps(quick, budget)
     seeds = run_seeds(seed, quick)
     report = Report(
         NAME, CLAIMS, quick=quick,
@@ -233,19 +253,22 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"probability {P_RULE}, f a fixed random {VOCAB}×{VOCAB} table, otherwise uniform; exact Bayes NLL. "
             f"{n_train} training and {n_val} validation sequences of {length} tokens, seeds {seeds} (each seed its own "
             f"table, data, weights and probes). Model: {N_LAYER}-layer pre-norm Transformer, d_model {D_MODEL}, "
-            f"{N_HEAD} heads, d_ff {4 * D_MODEL}, rotary positions, AdamW lr 6e-3, batch 32, {steps} steps. Ablation: a "
+            f"{N_HEAD} heads, d_ff {4 * D_MODEL}, rotary positions, AdamW, batch 32, {steps} steps (training budget "
+            f"×{budget:g} of {BUDGET['quick_steps' if quick else 'steps']}), lr {LR:g} with warm-up and cosine decay "
+            f"to {LR / 10:g}, not tuned (nothing is compared across separately trained models). Ablation: a "
             f"sublayer's output replaced by its mean over every validation position; NLL scored at the positions "
             f"t ≥ {B_LAG} where the rule may apply. Probes: softmax regression on the standardised residual stream at "
             f"the positions t ≥ {B_LAG} of the validation sequences, fitted (L-BFGS, {PROBE_ITERS} iterations, L2 "
             f"{PROBE_L2}) on the first half of the sequences and scored on the second; chance is 1/{VOCAB}."
         ),
         criterion=(
-            "Attention aggregates: mean-ablating every attention sublayer raises the NLL at the rule's positions by more "
-            "than 0.89 nats (half of the log 16 − H_rule = 1.78 nats the context carries), and the context tokens' "
-            f"s_(t-{A_LAG}), s_(t-{B_LAG}) probe accuracy rises most across an attention sublayer (its largest rise minus "
-            "an FFN's > 0). FFN processes: mean-ablating every FFN costs more than 0.89 nats, and the rule output's "
-            "probe accuracy rises most across an FFN (its largest rise minus an attention sublayer's > 0). Each decided "
-            "by the 95% interval over seeds."
+            HYPOTHESIS + " Attention aggregates: mean-ablating every attention sublayer raises the NLL at the rule's "
+            f"positions by more than {CRITERIA['attention_lost'].floor:g} nats (half of the log 16 − H_rule = 1.78 nats the context "
+            f"carries), and the context tokens' s_(t-{A_LAG}), s_(t-{B_LAG}) probe accuracy rises most across an "
+            f"attention sublayer (its largest rise minus an FFN's > {CRITERIA['context_by_attention'].floor:g}). FFN "
+            f"processes: mean-ablating every FFN costs more than {CRITERIA['ffn_lost'].floor:g} nats, and the rule "
+            "output's probe accuracy rises most across an FFN (its largest rise minus an attention sublayer's > "
+            f"{CRITERIA['rule_by_ffn'].floor:g}). Each decided by the 95% interval over seeds, at every training budget."
         ),
     )
     runs = []
@@ -263,6 +286,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                  seeds)
 
     report.number("seeds", seeds)
+    report.number("steps", steps)
     for key in ("bayes_nll", "val_nll", "bayes_rule_nll", "rule_nll"):
         report.number(key, [r[key] for r in runs])
     report.number("nll_lost", {k: [r["lost"][k] for r in runs] for k in runs[0]["lost"]})

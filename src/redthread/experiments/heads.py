@@ -18,11 +18,18 @@ told apart. A copy and a permuted copy are different operations at different dis
 A one-layer Transformer with four heads (rotary positions, which express a fixed offset
 directly) is trained on it by maximum likelihood. Then:
 - specialisation: each head's mean attention weight on the key of each lag (recorded with
-  `record_attention`), and the score (w_near - w_far) / (w_near + w_far);
+  `record_attention`); for each lag, the best head's weight on that lag's key minus on the
+  other's, the smaller of the two, minus the same statistic of the untrained model;
 - ablation: a head's output (its slice of the input of `out_proj`, its subspace) replaced by
   its mean over the validation set, and the NLL lost, measured separately on the positions
   that only the lag-2 rule explains and those that only the lag-6 rule explains;
-- one head against four: the same width with a single head, same training.
+- one head against four: the same width with a single head, same training, each arm at its own
+  learning rate.
+
+Protocol (experiments/replication.py): the learning rate of each arm (four heads, one head) is
+tuned on `tuning_seed(seed)`, its own data draw and initialisation, which no verdict uses; every
+verdict seed (`run_seeds`) then trains both arms fresh at the picks. The comparison is made at
+half, one and twice the training budget (`BUDGETS`); `budget` scales the training steps only.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ from redthread.data.synthetic import SyntheticSource
 from redthread.errors import InvalidValue
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
+from redthread.experiments.stats import run_seeds, tuning_seed
+from redthread.experiments.tuning import tune
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -48,6 +57,11 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "heads", "C9"
+
+HYPOTHESIS = ("On a source with two different dependencies (a copy of the token two places back, a permuted copy of "
+              "the token six places back), a one-layer Transformer's four heads divide the work: for each dependency "
+              "some head attends to its key, mean-ablating that head costs more where its dependency explains the "
+              "token than where the other does, and four heads beat one head of the same width.")
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 CRITERIA: dict[str, Criterion] = {
@@ -82,9 +96,12 @@ CRITERIA: dict[str, Criterion] = {
         "5% of the gap the task offers, log 32 minus the Bayes limit (about 1.94): 0.05 x 1.53 = 0.08 nats; the claim "
         "is that several heads do better than one of the same width"),
 }
+GRID = {"lr": (3e-3, 6e-3, 1.2e-2)}  # per arm, on the set's tuning seed; extends past an edge pick
+QUICK_LR = 6e-3  # --quick: no sweep
+BUDGET = {"steps": 500, "quick_steps": 150}  # AdamW steps of batch 32 per model
+BUDGETS = (0.5, 1.0, 2.0)  # a comparative claim: measured at half, one and twice the training budget
 VOCAB, NEAR, FAR, P_NEAR, P_FAR = 32, 2, 6, 0.4, 0.4
 N_HEAD, D_MODEL = 4, 64
-LRS, QUICK_LR = (3e-3, 6e-3, 1.2e-2), 6e-3  # the learning-rate sweep (per arm, on the first seed)
 SHOWN_OFFSETS = 9  # key offsets 0 .. 8 in the figure
 
 
@@ -233,20 +250,34 @@ def seed_run(source: TwoLagSource, n_train: int, n_val: int, length: int, steps:
     )
 
 
-def sweep(source: TwoLagSource, n_train: int, n_val: int, length: int, steps: int, seed: int) -> tuple[dict, list]:
-    """Each arm's learning rate (N_HEAD heads, one head), picked from LRS by validation NLL on one seed."""
-    data = source.data(n_train, n_val, length, seed=seed)
-    chosen, rows = {}, []
+def training_steps(quick: bool, budget: float) -> int:
+    """The steps each model trains for: the budget's share of BUDGET, at least one."""
+    return max(1, int(BUDGET["quick_steps" if quick else "steps"] * budget))
+
+
+def arm_name(n_head: int) -> str:
+    return f"{n_head} head{'s' * (n_head > 1)}"
+
+
+def tuned_lrs(report: Report, source: TwoLagSource, n_train: int, n_val: int, length: int, steps: int,
+              seed: int) -> dict[int, float]:
+    """Each arm's learning rate (N_HEAD heads, one head): the lowest validation NLL over GRID["lr"] (extended past an
+    edge pick), data and initialisation from tuning_seed(seed), a seed no verdict uses. Recorded in the report."""
+    t = tuning_seed(seed)
+    data = source.data(n_train, n_val, length, seed=t)
+    lrs = {}
     for n_head in (N_HEAD, 1):
-        scores = {lr: evaluate(train_model(data, n_head, length, steps, seed, lr), data, "val")["nll"] for lr in LRS}
-        chosen[n_head] = min(scores, key=scores.get)
-        rows.append([f"{n_head} head{'s' * (n_head > 1)}", *(scores[lr] for lr in LRS), chosen[n_head]])
-    return chosen, rows
+        def val_nll(lr: float, n_head: int = n_head) -> float:
+            return evaluate(train_model(data, n_head, length, steps, t, lr), data, "val")["nll"]
+
+        lrs[n_head] = report.tuned(f"lr, {arm_name(n_head)}", tune(val_nll, GRID["lr"]))
+    return lrs
 
 
-def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    n_seeds, length, steps, n_train, n_val = (2, 24, 150, 1500, 300) if quick else (5, 32, 500, 6000, 800)
-    seeds = list(range(seed, seed + n_seeds))
+def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) -> Report:
+    length, n_train, n_val = (24, 1500, 300) if quick else (32, 6000, 800)
+    steps = training_steps(quick, budget)
+    seeds = run_seeds(seed, quick)
     near_key, far_key = NEAR - 1, FAR - 1  # the input at position t is s_{t-1}: lag d is key offset d - 1
     report = Report(
         NAME, CLAIMS, quick=quick,
@@ -255,9 +286,12 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"s_t = π(s_(t-{FAR})) (a fixed random permutation π, source seed {seed}) with probability {P_FAR}, "
             f"otherwise uniform; exact Bayes NLL. Per seed ({seeds}): {n_train} training and {n_val} validation "
             f"sequences of {length} tokens. Model: one-layer Transformer, d_model {D_MODEL}, {N_HEAD} heads of "
-            f"{D_MODEL // N_HEAD} dimensions, rotary positions, AdamW, batch 32, {steps} steps; the same with one head "
-            f"of {D_MODEL} dimensions. Learning rate: " + (f"{QUICK_LR} for both (quick run: no sweep)" if quick else
-            f"picked per arm from {', '.join(map(str, LRS))} by validation NLL on seed {seed}") + f". The input at "
+            f"{D_MODEL // N_HEAD} dimensions, rotary positions, AdamW, batch 32, {steps} steps (training budget "
+            f"×{budget:g} of {BUDGET['quick_steps' if quick else 'steps']}); the same with one head of {D_MODEL} "
+            f"dimensions. Learning rate: " + (f"{QUICK_LR} for both (quick run: no sweep)" if quick else
+            f"picked per arm from {', '.join(map(str, GRID['lr']))} (extended past an edge pick) by validation NLL "
+            f"after the same {steps} steps on seed {tuning_seed(seed)}'s data and initialisation, which no verdict "
+            f"uses; every verdict seed trains both arms fresh at the picks") + f". The input at "
             f"position t is s_(t-1), so lag {NEAR} is the key {near_key} place back and lag {FAR} the key {far_key} "
             f"places back. A head's preference for a lag: its mean weight on that lag's key minus on the other's. "
             f"Ablation: the most lag-{NEAR}-preferring head and the most lag-{FAR}-preferring head, each's output (its "
@@ -265,28 +299,28 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             "the NLL lost on the positions only one rule explains."
         ),
         criterion=(
-            "Each over seeds, the whole 95% interval above 0. (1) Specialisation: for both lags some head prefers that "
-            "lag's key over the other's; the smaller of the two best preferences exceeds the same statistic of the "
-            f"untrained model (its chance level). (2) Ablation: removing the most lag-{NEAR} head costs more on the "
-            f"lag-{NEAR} positions than on the lag-{FAR} ones, and removing the most lag-{FAR} head the reverse "
-            f"(differences of costs, not ratios). (3) One head of the same width ends with a higher val NLL than "
-            f"{N_HEAD} heads, each at its own learning rate."
+            HYPOTHESIS + " Each check over seeds, its 95% interval above its floor. (1) Specialisation: for both lags "
+            "some head prefers that lag's key over the other's; the smaller of the two best preferences exceeds the "
+            f"same statistic of the untrained model (its chance level) by {CRITERIA['specialisation'].floor:g}. "
+            f"(2) Ablation: removing the most lag-{NEAR} head costs more on the lag-{NEAR} positions than on the "
+            f"lag-{FAR} ones, and removing the most lag-{FAR} head the reverse (differences of costs, not ratios), by "
+            f"{CRITERIA['dissociation_near'].floor:g} nats. (3) One head of the same width ends with a val NLL higher "
+            f"than {N_HEAD} heads', each at its own learning rate, by {CRITERIA['several_heads'].floor:g} nats. At "
+            "every training budget."
         ),
     )
     source = TwoLagSource(seed=seed)
-    if quick:
-        lrs, sweep_rows = {N_HEAD: QUICK_LR, 1: QUICK_LR}, []
-    else:
-        lrs, sweep_rows = sweep(source, n_train, n_val, length, steps, seed)
+    lrs = {N_HEAD: QUICK_LR, 1: QUICK_LR} if quick else tuned_lrs(report, source, n_train, n_val, length, steps, seed)
     runs = []
-    for i, s in enumerate(seeds):
+    for i, s in enumerate(seeds):  # fresh data, initialisation and training at the picks
         runs.append(seed_run(source, n_train, n_val, length, steps, lrs, s))
         if progress is not None:
-            progress.update((i + 1) / n_seeds, f"seed {s}")
+            progress.update((i + 1) / len(seeds), f"seed {s}")
 
     per_seed = {key: [r[key] for r in runs] for key in
                 ("specialisation", "dissociation_near", "dissociation_far", "nll_multi", "nll_single", "bayes")}
     report.number("seeds", seeds)
+    report.number("steps", steps)
     report.number("learning_rate", {f"{N_HEAD}_heads": lrs[N_HEAD], "1_head": lrs[1]})
     for key, values in per_seed.items():
         report.number(key, values)
@@ -309,9 +343,6 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                    r["per_head"][r["far_head"]][2], r["per_head"][r["far_head"]][1], r["specialisation"], r["nll_multi"],
                    r["nll_single"], r["bayes"]] for s, r in zip(seeds, runs)],
                  title="Per seed: each lag's most specialised head, what mean-ablating it costs (nats), and the NLLs")
-    if sweep_rows:
-        report.table(["model", *(f"val NLL at lr {lr:g}" for lr in LRS), "chosen"], sweep_rows,
-                     title=f"Learning-rate sweep (seed {seed})")
 
     first = runs[0]
     weights, w_near, w_far, per_head = first["weights"], first["w_near"], first["w_far"], first["per_head"]
@@ -338,14 +369,15 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                   "and the single head.")
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     for j, key in enumerate(("dissociation_near", "dissociation_far")):
-        ax.scatter(np.full(n_seeds, j), per_seed[key], color=f"C{j}")
+        ax.scatter(np.full(len(seeds), j), per_seed[key], color=f"C{j}")
         ax.bar(j, np.mean(per_seed[key]), color=f"C{j}", alpha=0.3)
     ax.set_xticks([0, 1], [f"lag-{NEAR} head:\ncost on lag-{NEAR} minus lag-{FAR} positions",
                            f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions"], fontsize=8)
     ax.set(ylabel="NLL lost, difference (nats)", title="Mean-ablating each lag's head, per seed")
     ax.axhline(0, color="black", lw=0.8)
     report.figure("ablation", fig, "Per seed: what mean-ablating each lag's most specialised head costs on its own "
-                  "lag's positions minus on the other lag's; the claim needs both above 0.")
+                  f"lag's positions minus on the other lag's; the claim needs both above "
+                  f"{CRITERIA['dissociation_near'].floor:g} nats.")
     return report
 
 
@@ -363,7 +395,3 @@ def _maps_figure(model: TransformerLM, single: TransformerLM, x: Tensor, near: i
         ax.set(title=title, xlabel="key position", ylabel="query position")
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="attention weight")
     return fig
-
-
-def _fmt(t: Tensor) -> str:
-    return "[" + ", ".join(f"{v:.2f}" for v in t.tolist()) + "]"
