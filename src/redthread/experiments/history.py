@@ -58,6 +58,18 @@ HISTORY: dict[str, list[Change]] = {
         Change("2026-12-01", "the speed check moved from a batch of 4 sequences to one sequence of N tokens (commit "
                "ef0dec1)", "at batch 4 the RNN was faster than the Transformer: the speed check did not hold",
                "recorded by issue 24's audit: the commit gave the new design but not that the old check had failed"),
+        Change("2026-12-02", "new checks: grid_share_rnn_slower (speed: share of the batch x length grid's cells where "
+               "nn.RNN is slower, > 0.5); equal view, a new part: transformer_flat (near minus far recall within "
+               "±0.05, TOST), transformer_far_recall (> 1/16, chance), rnn_decay (near minus far > 0.047, 5% of "
+               "chance to perfect); serial_penalty and long_sequence_time_ratio unchanged, their reasons now state "
+               "one CPU thread at batch 1",
+               "previous protocol, one seed set: dependency-chain slopes 0.952, 0.932 and 0 hold; serial_penalty 1.851 "
+               "[1.834, 1.868] and long_sequence_time_ratio 1.424 [1.389, 1.458] hold; a re-run measured 3.40 and "
+               "1.86 [1.76, 1.96] (issue 24's audit)",
+               "issue 24's audit: the speed bar had moved from batch 4 to batch 1 after the RNN was faster at batch 4, "
+               "and the timings did not reproduce between runs; the speed verdict now carries its one-thread, "
+               "batch-1 caveat and a grid-level check (its floor set knowing the old batch-4 result), and the claim's "
+               "'equal view' half, untested before, gets its own checks", "a3c2a1832fe3"),
     ],
     "permutation": [
         Change("2026-12-01", "blind_excess: threshold 0 -> 0.01 (commit 6f73e84)",
