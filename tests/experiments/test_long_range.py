@@ -1,12 +1,17 @@
+import inspect
 import math
 
 import numpy as np
 import pytest
 import torch
 
+from redthread.experiments import long_range
 from redthread.experiments.long_range import (
+    BUDGET,
+    BUDGETS,
     CHANCE,
-    LRS,
+    GRID,
+    QUICK_LR,
     VOCAB,
     Arm,
     build,
@@ -15,7 +20,9 @@ from redthread.experiments.long_range import (
     n_params,
     recall_data,
     recall_scores,
+    training_steps,
 )
+from redthread.experiments.stats import run_seeds, tuning_seed
 
 CHECKS = {"transformer_longest", "rnn_drop", "rnn_gap", "lstm_drop", "lstm_gap"}
 
@@ -37,7 +44,8 @@ def test_long_range_quick_structure(quick_report):
             assert len(per_seed) == len(seeds) and all(0 <= a <= 1 for a in per_seed)
         for per_seed in n["excess_nll"][name]:
             assert all(e > -0.05 for e in per_seed)  # a KL estimate: never far below zero
-        assert all(lr in LRS for lr in n["learning_rates"][name])
+        assert all(lr == QUICK_LR for lr in n["learning_rates"][name])  # quick: one fixed rate, no sweep
+    assert n["steps"] == training_steps(True, 1.0) and n["budget"] == 1.0 and data["tuning"] == []
     params = n["parameters"]
     assert max(params.values()) <= 1.2 * min(params.values())  # matched sizes
     assert (out / "accuracy_vs_distance.png").exists()
@@ -95,3 +103,47 @@ def test_interval_cells_match_a_t_interval():
 def test_arm_length_covers_the_distance():
     assert Arm("rnn", 8, 4).length >= 8 and Arm("rnn", 8, 64).length == 128
     assert n_params("transformer", 40) > 0
+
+
+def test_training_steps_scale_with_the_budget():
+    assert BUDGETS == (0.5, 1.0, 2.0) and inspect.signature(long_range.run).parameters["budget"].default == 1.0
+    assert [training_steps(False, b) for b in BUDGETS] == [BUDGET["steps"] // 2, BUDGET["steps"], 2 * BUDGET["steps"]]
+    assert training_steps(True, 0.5) == round(BUDGET["quick_steps"] / 2)
+    assert training_steps(False, 1e-6) == 1  # never zero steps
+
+
+def fake_training(monkeypatch) -> list[tuple]:
+    """Replace the training of one arm by a fake that records (arm, steps, lr, seed); the RNN's validation NLL falls
+    with the rate (its pick runs off the grid's lower edge), the others' is lowest at 1e-2 (an interior pick)."""
+    calls = []
+
+    def fake_train_arm(arm, steps, lr, seed):
+        calls.append((arm, steps, lr, seed))
+        val_nll = lr if arm.kind == "rnn" else abs(math.log(lr / 1e-2))
+        return {"val_nll": val_nll, "accuracy": 0.5 + 0.01 * (seed % 7), "excess": 0.1 + 0.01 * (seed % 5), "seconds": 0.0}
+
+    def fake_run_jobs(jobs, workers, progress, done_before=0, total=None):
+        return {job: fake_train_arm(*job) for job in jobs}
+
+    monkeypatch.setattr(long_range, "train_arm", fake_train_arm)
+    monkeypatch.setattr(long_range, "run_jobs", fake_run_jobs)
+    return calls
+
+
+def test_run_tunes_on_the_tuning_seed_and_trains_the_verdict_seeds_afresh(monkeypatch):
+    calls = fake_training(monkeypatch)
+    report = long_range.run(quick=False, seed=0, budget=0.5)
+    steps, seeds = training_steps(False, 0.5), run_seeds(0, False)
+    assert {c[1] for c in calls} == {steps} and f"{steps} AdamW steps" in report.setup
+    tuning = [c for c in calls if c[3] == tuning_seed(0)]
+    verdict = [c for c in calls if c[3] != tuning_seed(0)]
+    assert tuning_seed(0) not in seeds and {c[3] for c in verdict} == set(seeds)
+    assert len(report.tunings) == len(report.numbers["distances"]) * 3  # one per (model, distance)
+    assert len(tuning) == sum(len(t["grid"]) for t in report.tunings)  # one run on the tuning seed per rate scored
+    for t in report.tunings:
+        assert set(GRID["lr"]) <= set(t["grid"])
+    rnn = [t for t in report.tunings if t["setting"].startswith("lr, rnn")]
+    assert all(len(t["grid"]) == len(GRID["lr"]) + 2 and t["edge"] for t in rnn)  # extended twice, still on the edge
+    picks = {(arm, lr) for arm, _, lr, _ in verdict}
+    assert all(lr == 1e-2 for arm, lr in picks if arm.kind != "rnn")
+    assert len(verdict) == len(report.tunings) * len(seeds)  # every arm on every verdict seed, once

@@ -1,9 +1,11 @@
+import inspect
 import math
 
 import torch
 
 from redthread.experiments import scaling
 from redthread.experiments.criteria import CRITERIA
+from redthread.experiments.stats import run_seeds, tuning_seed
 from tests.experiments.conftest import assert_parts
 
 PARTS = {"variance": ["variance"], "saturation": ["one_hot", "jacobian_unscaled", "jacobian_scaled"],
@@ -40,9 +42,50 @@ def test_scaling_quick_structure(quick_report):
     n = data["numbers"]
     assert n["d_k"] == scaling.D_K and all(v > 0 for v in n["var_unscaled"])
     assert all(1 / scaling.S_KEYS <= w <= 1 for w in n["max_weight_unscaled"] + n["max_weight_scaled"])
-    assert set(n["picked_lr"]) == {"scaled", "unscaled"}
-    assert all(n["picked_lr"][arm] in n["learning_rates"] for arm in n["picked_lr"])
-    for arm, nlls in n["sweep_val_nll"].items():  # the pick is the sweep's lowest validation NLL
-        assert float(min(nlls, key=nlls.get)) == n["picked_lr"][arm]
+    assert n["picked_lr"] == {"scaled": scaling.QUICK_LR, "unscaled": scaling.QUICK_LR}  # quick: no sweep
+    assert n["sweep_val_nll"] == {} and data["tuning"] == []
     assert len(n["nll_gap"]) >= 2 and all(math.isfinite(g) for g in n["nll_gap"])
     assert all(v > 0 for v in n["train_bayes"].values())
+
+
+def test_training_steps_scale_with_the_budget():
+    budget = scaling.BUDGET
+    assert scaling.BUDGETS == (0.5, 1.0, 2.0) and inspect.signature(scaling.run).parameters["budget"].default == 1.0
+    assert [scaling.training_steps(False, b) for b in scaling.BUDGETS] == [budget["steps"] // 2, budget["steps"],
+                                                                         2 * budget["steps"]]
+    assert scaling.training_steps(True, 0.5) == budget["quick_steps"] // 2 and scaling.training_steps(False, 1e-6) == 1
+
+
+def test_run_tunes_on_the_tuning_seed_and_trains_the_verdict_seeds_afresh(monkeypatch):
+    """With the training faked (the unscaled arm's validation NLL falls with the rate, so its grid is extended and its
+    pick stays on the edge) and parts 1 and 2 made small, a full run's tuning and verdict runs are on disjoint seeds."""
+    calls = []
+
+    def fake_train_one(arm, lr, seed, d_model, steps, source):
+        calls.append((arm, lr, seed, steps))
+        val = lr if arm == "unscaled" else abs(math.log(lr / 1e-3))
+        test = 1.0 + 0.01 * (seed % 7) + (0.3 if arm == "unscaled" else 0.0)
+        return {"arm": arm, "seed": seed, "lr": lr, "losses": [2.7] * steps, "val_nll": val, "test_nll": test,
+                "bayes": 0.8, "excess": test - 0.8, "closed": (math.log(16) - test) / (math.log(16) - 0.8),
+                "q_var": 1.0, "init_max_weight": 0.2, "copy_weight": 0.5}
+
+    real_softmax = scaling._softmax
+    monkeypatch.setattr(scaling, "_train_one", fake_train_one)
+    monkeypatch.setattr(scaling, "_softmax", lambda n, seed: real_softmax(20, seed))
+    monkeypatch.setattr(scaling, "N_VAR", 200)
+    report = scaling.run(quick=False, seed=0, budget=0.5)
+    seeds, steps = run_seeds(0, False), scaling.training_steps(False, 0.5)
+    assert {c[3] for c in calls} == {steps} and f"{steps} steps of batch" in report.setup
+    tuning = [c for c in calls if c[2] == tuning_seed(0)]
+    verdict = [c for c in calls if c[2] != tuning_seed(0)]
+    assert tuning_seed(0) not in seeds and sorted(c[2] for c in verdict) == sorted(seeds * 2)
+    tunings = {t["setting"]: t for t in report.tunings}
+    assert set(tunings) == {"lr, 1/√d_k scale", "lr, none scale"}
+    assert len(tuning) == sum(len(t["grid"]) for t in report.tunings)  # one run on the tuning seed per rate scored
+    assert tunings["lr, 1/√d_k scale"]["pick"] == 1e-3 and not tunings["lr, 1/√d_k scale"]["edge"]
+    unscaled = tunings["lr, none scale"]
+    assert len(unscaled["grid"]) == len(scaling.GRID["lr"]) + 2 and unscaled["edge"]  # extended twice, still the edge
+    assert {(arm, lr) for arm, lr, _, _ in verdict} == {("scaled", 1e-3), ("unscaled", unscaled["pick"])}
+    n = report.numbers
+    assert n["picked_lr"] == {"scaled": 1e-3, "unscaled": unscaled["pick"]}
+    assert {float(lr) for lr in n["sweep_val_nll"]["unscaled"]} == set(unscaled["grid"])

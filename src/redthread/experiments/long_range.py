@@ -14,19 +14,23 @@ tokens and independent of every token whose offset from it is not a multiple of 
 that has not kept s_{t-L} (nor s_{t-2L}, ...) names it with probability 1/V = 0.0625; a perfect
 recaller scores 1. The excess of the test NLL over the source's exact Bayes NLL is reported too.
 
-Method, fair to every arm: each model at each distance (an arm) has its learning rate chosen from
-a small sweep on a validation split (the lowest validation NLL; the test split never enters the
-choice), then is trained with >= 5 seeds (2 in --quick); each seed draws its own data and
-initialisation. The recurrent models start from their best-known initialisations: the tanh RNN
-with an orthogonal W_hh (Saxe et al. 2014; Le et al. 2015), the LSTM (and, in `memory`, the GRU)
-with the chrono initialisation of Tallec & Ollivier (2018), gate biases log U(1, T_max - 1) so that
-the cell keeps its content over up to T_max steps. The Transformer is one pre-norm block with
-rotary positions (Su et al. 2021), which express the offset t - j this task is about.
+Method, fair to every arm: each model at each distance (an arm) has its learning rate tuned on
+its own seed, `tuning_seed(seed)`, that no verdict uses: the lowest validation NLL over `GRID`,
+the grid extended past an edge pick (`experiments/tuning.py`; the test split never enters the
+choice). Every verdict seed (5, or 2 in --quick, where a fixed rate replaces the sweep) is then
+trained afresh at its arm's pick, drawing its own data and initialisation. The training budget
+is `BUDGET` steps times `budget` (the runner measures the claim at half, one and twice it). The
+recurrent models start from their best-known initialisations: the tanh RNN with an orthogonal
+W_hh (Saxe et al. 2014; Le et al. 2015), the LSTM (and, in `memory`, the GRU) with the chrono
+initialisation of Tallec & Ollivier (2018), gate biases log U(1, T_max - 1) so that the cell
+keeps its content over up to T_max steps. The Transformer is one pre-norm block with rotary
+positions (Su et al. 2021), which express the offset t - j this task is about.
 
-Every check is decided on the per-seed values against the chance level or zero, with a 95%
-interval (`experiments/criteria.py`): holds, does not hold, or inconclusive.
+Every check is decided on the per-seed values against its floor in `CRITERIA` (chance for the
+Transformer's accuracy, 5% of the range from chance to perfect recall for a drop or a gap), with
+a 95% interval (`experiments/stats.py`): holds, does not hold, or inconclusive.
 
-The training machinery here (`Arm`, `train_arm`, `sweep_and_train`) is shared with `memory`.
+The training machinery here (`Arm`, `train_arm`, `tune_arms`, `train_seeds`) is shared with `memory`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import math
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -44,7 +49,8 @@ from redthread.data.synthetic import RecallSource
 from redthread.experiments import one_thread
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
-from redthread.experiments.stats import estimate, run_seeds
+from redthread.experiments.stats import estimate, run_seeds, tuning_seed
+from redthread.experiments.tuning import Tuned, tune
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -54,6 +60,10 @@ from redthread.train.loop import TrainConfig, train
 plt = pyplot()
 
 NAME, CLAIMS = "long-range", "C3, C5, C6"
+
+HYPOTHESIS = ("Attention reaches a token any distance back in one step, so a Transformer recalls s_(t-L) above chance "
+              "at the longest distance; an RNN's and an LSTM's recall falls as L grows, and at the longest distance "
+              "stays below the Transformer's, each arm at its own tuned learning rate and the same training budget.")
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 _RECALL_CHANCE = 1 / 16  # RecallSource(vocab_size=16): s_(t-L) is uniform and independent of the tokens between
@@ -80,8 +90,10 @@ CHANCE = 1 / VOCAB  # recall accuracy of a model that has not kept s_{t-L} (see 
 MIN_LENGTH = 32
 N_TRAIN, N_VAL, N_TEST = 1000, 128, 256
 BATCH = 16
-LRS = (3e-3, 1e-2, 3e-2)  # the sweep each arm chooses its learning rate from
-QUICK_LRS = (1e-2, 3e-2)  # --quick: a two-rate sweep
+GRID = {"lr": (3e-3, 1e-2, 3e-2)}  # per arm, on the set's tuning seed; extends past an edge pick
+QUICK_LR = 1e-2  # --quick: this rate for every arm, no sweep
+BUDGET = {"steps": 300, "quick_steps": 60}  # AdamW steps per run, at budget 1
+BUDGETS = (0.5, 1.0, 2.0)  # the runner measures the claim at half, one and twice the training budget
 D_EMBED = 16
 WIDTHS = {"rnn": 128, "lstm": 64, "transformer": 40}  # ~20k parameters each (reported)
 MODELS = {"RNN": "rnn", "LSTM": "lstm", "Transformer": "transformer"}
@@ -213,23 +225,35 @@ def run_jobs(jobs: list[tuple], workers: int, progress, done_before: int = 0, to
     return out
 
 
-def sweep_and_train(arms: list[Arm], steps: int, seeds: list[int], workers: int, progress,
-                    sweep_arms: dict[Arm, Arm] | None = None, lrs: tuple[float, ...] = LRS) -> tuple[dict[Arm, float], dict[Arm, list[dict]]]:
-    """Choose each arm's learning rate on validation (seed seeds[0], every rate of `lrs`), then train the other seeds.
+def training_steps(quick: bool, budget: float) -> int:
+    """AdamW steps per run: `budget` times BUDGET's steps (its quick steps with --quick), rounded, at least one."""
+    return max(1, round(BUDGET["quick_steps" if quick else "steps"] * budget))
 
-    `sweep_arms` maps an arm to the arm whose sweep chooses for it (by default itself). The chosen
-    run of seeds[0] is that seed's result: the choice saw its validation NLL, never its test split.
-    Returns the chosen rate of each arm and its per-seed results, in the order of `seeds`."""
-    sweep_arms = sweep_arms or {arm: arm for arm in arms}
-    tuned = sorted(set(sweep_arms.values()), key=lambda a: -a.length)  # the longest (slowest) jobs first
-    first = [(arm, steps, lr, seeds[0]) for arm in tuned for lr in lrs]
-    total = len(first) + len(arms) * len(seeds)
-    swept = run_jobs(first, workers, progress, 0, total)
-    chosen = {arm: min(lrs, key=lambda lr: swept[(sweep_arms[arm], steps, lr, seeds[0])]["val_nll"]) for arm in arms}
-    rest = [(arm, steps, chosen[arm], s) for arm in sorted(arms, key=lambda a: -a.length) for s in seeds
-            if (arm, steps, chosen[arm], s) not in swept]
-    results = {**swept, **run_jobs(rest, workers, progress, len(first), total)}
-    return chosen, {arm: [results[(arm, steps, chosen[arm], s)] for s in seeds] for arm in arms}
+
+def tune_arms(arms: list[Arm], steps: int, seed: int, workers: int, progress, lrs: tuple[float, ...] = GRID["lr"],
+              total: int | None = None) -> dict[Arm, Tuned]:
+    """Each arm's learning rate, tuned on `seed` (a tuning seed, which no verdict uses): the lowest validation NLL
+    over `lrs`, the grid extended past an edge pick (experiments/tuning.py).
+
+    The grid's runs go to the workers together; a rate past an edge (at most two per arm) is trained here."""
+    arms = sorted(arms, key=lambda a: -a.length)  # the longest (slowest) jobs first
+    runs = run_jobs([(arm, steps, lr, seed) for arm in arms for lr in lrs], workers, progress, 0, total)
+
+    def val_nll(arm: Arm, lr: float) -> float:
+        job = (arm, steps, lr, seed)
+        if job not in runs:  # a rate past the grid's edge
+            runs[job] = train_arm(*job)
+        return runs[job]["val_nll"]
+
+    return {arm: tune(partial(val_nll, arm), lrs) for arm in arms}
+
+
+def train_seeds(arms: list[Arm], lrs: dict[Arm, float], steps: int, seeds: list[int], workers: int, progress,
+                done_before: int = 0, total: int | None = None) -> dict[Arm, list[dict]]:
+    """Train every arm afresh on every verdict seed at its learning rate; per arm, its results in the order of `seeds`."""
+    jobs = [(arm, steps, lrs[arm], s) for arm in sorted(arms, key=lambda a: -a.length) for s in seeds]
+    results = run_jobs(jobs, workers, progress, done_before, total)
+    return {arm: [results[(arm, steps, lrs[arm], s)] for s in seeds] for arm in arms}
 
 
 def interval_cells(values: list[float]) -> list[float]:
@@ -238,13 +262,17 @@ def interval_cells(values: list[float]) -> list[float]:
     return [est.mean, est.lo, est.hi]
 
 
-def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) -> Report:
     distances = [4, 16] if quick else [4, 16, 64]
-    steps = 60 if quick else 300
-    lr_sweep = QUICK_LRS if quick else LRS
+    steps = training_steps(quick, budget)
     seeds = run_seeds(seed, quick)
     workers = 1 if quick else 2
     params = {name: n_params(kind, WIDTHS[kind]) for name, kind in MODELS.items()}
+    lr_text = (f"{QUICK_LR} for every model and distance (quick run: no sweep)" if quick else
+               f"tuned per (model, distance) on seed {tuning_seed(seed)}, which no verdict uses: the lowest validation "
+               f"NLL over {list(GRID['lr'])}, the grid extended past an edge pick (at most twice); every verdict seed "
+               "is then trained afresh at its arm's pick")
+    floors = {name: CRITERIA[name].floor for name in ("transformer_longest", "rnn_drop", "rnn_gap")}
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(
@@ -255,21 +283,29 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"{WIDTHS['lstm']}, chrono forget-gate biases log U(1, T - 1) with T the sequence length, "
             f"{params['LSTM']:,}), Transformer (1 pre-norm block, {heads(WIDTHS['transformer'])} heads, d_model "
             f"{WIDTHS['transformer']}, rotary positions, {params['Transformer']:,}). Every model and distance: {steps} "
-            f"AdamW steps of {BATCH} sequences, 10% warm-up, cosine to a tenth of the learning rate, gradient clipping "
-            f"1; the learning rate of each (model, distance) chosen from {list(lr_sweep)} by the validation NLL of seed "
-            f"{seeds[0]}; seeds {seeds}. Chance recall accuracy 1/{VOCAB} = {CHANCE:.4g}: s_(t-L) is uniform and "
-            "independent of every token a model could use instead."
+            f"AdamW steps of {BATCH} sequences (training budget {budget:g} × "
+            f"{BUDGET['quick_steps' if quick else 'steps']} steps), 10% warm-up, cosine to a tenth of the learning "
+            f"rate, gradient clipping 1. Learning rate: {lr_text}. Verdict seeds {seeds}. Chance recall accuracy "
+            f"1/{VOCAB} = {CHANCE:.4g}: s_(t-L) is uniform and independent of every token a model could use instead."
         ),
         criterion=(
-            "Parts, each decided on the per-seed values with a 95% t-interval. Attention reaches any distance (C6): the "
-            f"Transformer's test recall accuracy at the longest distance L = {distances[-1]} is above chance "
-            f"({CHANCE:.4g}). Recurrent models lose long-range recall (C3, C5): for the RNN and for the LSTM, the "
-            f"accuracy falls from L = {distances[0]} to L = {distances[-1]} (drop > 0), and at L = {distances[-1]} it "
-            "is below the Transformer's at the same seed (gap > 0)."
+            HYPOTHESIS + " Parts, each decided on the per-seed values with a 95% t-interval. Attention reaches any "
+            f"distance (C6): the Transformer's test recall accuracy at the longest distance L = {distances[-1]} is "
+            f"above chance ({floors['transformer_longest']:.4g}). Recurrent models lose long-range recall (C3, C5): "
+            f"for the RNN and for the LSTM, the accuracy falls from L = {distances[0]} to L = {distances[-1]} by more "
+            f"than {floors['rnn_drop']:.3g} (drop), and at L = {distances[-1]} it is below the Transformer's at the "
+            f"same seed by more than {floors['rnn_gap']:.3g} (gap): 5% of the range from chance to perfect recall."
         ),
     )
     arms = [Arm(kind, WIDTHS[kind], L) for L in distances for kind in MODELS.values()]
-    chosen, results = sweep_and_train(arms, steps, seeds, workers, progress, lrs=lr_sweep)
+    n_tuning = 0 if quick else len(arms) * len(GRID["lr"])
+    total = n_tuning + len(arms) * len(seeds)  # runs, for the progress bar (a grid's extensions not counted)
+    if quick:
+        chosen = {arm: QUICK_LR for arm in arms}
+    else:
+        tuned = tune_arms(arms, steps, tuning_seed(seed), workers, progress, total=total)
+        chosen = {arm: report.tuned(f"lr, {arm.kind} at L = {arm.distance}", tuned[arm]) for arm in arms}
+    results = train_seeds(arms, chosen, steps, seeds, workers, progress, n_tuning, total)
     acc = {name: [[r["accuracy"] for r in results[Arm(kind, WIDTHS[kind], L)]] for L in distances]
            for name, kind in MODELS.items()}  # model -> distance index -> seed
     excess = {name: [[r["excess"] for r in results[Arm(kind, WIDTHS[kind], L)]] for L in distances]
@@ -282,6 +318,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     report.number("seeds", seeds)
     report.number("chance", CHANCE)
     report.number("parameters", params)
+    report.number("budget", budget)
     report.number("steps", steps)
     report.number("learning_rates", lrs)
     report.number("recall_accuracy", acc)
@@ -312,9 +349,10 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         f"To recall at distance L a recurrent model must hold the last L tokens, {math.log2(VOCAB):.0f} bits each "
         f"({math.log2(VOCAB) * distances[-1]:.0f} bits at L = {distances[-1]}), in a state of {WIDTHS['rnn']} numbers "
         f"(RNN) or 2 × {WIDTHS['lstm']} (LSTM, h and c), and learn to do it from a gradient that crosses L steps. The "
-        "Transformer keeps every past token and looks back by position. Seed "
-        f"{seeds[0]}'s run is the one its learning-rate sweep chose on validation; its test sequences never entered "
-        "the choice."
+        "Transformer keeps every past token and looks back by position. "
+        + ("Every arm ran at one fixed learning rate (quick run)." if quick else
+           f"The learning rates were tuned on seed {tuning_seed(seed)}, whose runs enter no verdict; every verdict seed "
+           "was trained afresh at its arm's pick, and no test split entered a choice.")
     )
     return report
 

@@ -19,9 +19,14 @@ The claim in three parts, each decided over seeds (`experiments/criteria.py`, se
    else uniform over 16 symbols), with and without the scale from the same initial weights. The
    query and key projections start with variance 1/d_model, so q and k have unit variance at
    initialisation as the paper's argument assumes (after a pre-norm LayerNorm the inputs have
-   unit variance). Each arm gets its own learning rate, the one with the lowest validation NLL in
-   a sweep on the first seed; every seed is then trained at its arm's rate and scored on a test
-   split that no choice saw. The verdict rests on the per-seed gap (unscaled minus scaled test NLL).
+   unit variance). Each arm gets its own learning rate, tuned on a seed of its own,
+   `tuning_seed(seed)`, that no verdict uses: the lowest validation NLL over `GRID`, the grid
+   extended past an edge pick (`experiments/tuning.py`); --quick uses one fixed rate instead. Every
+   verdict seed is then trained afresh at its arm's rate and scored on a test split that no choice
+   saw. The verdict rests on the per-seed gap (unscaled minus scaled test NLL).
+
+The training budget is `BUDGET` steps times `budget`: the runner measures the claim at half, one
+and twice it (`BUDGETS`). Parts 1 and 2 train nothing, so they measure the same at every budget.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import RecallSource
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
-from redthread.experiments.stats import run_seeds
+from redthread.experiments.stats import run_seeds, tuning_seed
+from redthread.experiments.tuning import Tuned, tune
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -45,6 +51,11 @@ from redthread.viz.record import record_attention
 plt = pyplot()
 
 NAME, CLAIMS = "scaling", "C7"
+
+HYPOTHESIS = ("The variance of q·k grows as d_k, so without the 1/√d_k scale the softmax over the scores goes towards "
+              "one-hot and its Jacobian, the factor in every gradient to q and k, towards zero; with the scale a "
+              "one-layer Transformer trains to a lower test NLL than the same model without it, each arm at its own "
+              "tuned learning rate and the same training budget.")
 
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
 S_KEYS_SCALING, N_DRAWS_SCALING = 32, 20000  # keys per softmax, draws of q and k per d_k (experiments/scaling.py)
@@ -87,12 +98,24 @@ LENGTH, DISTANCE, VOCAB = 16, 2, 16
 N_TRAIN, N_VAL, N_TEST = 2000, 200, 500  # sequences: training, validation (picks the rate), test (the verdict)
 TRAIN = {"batch_size": 32, "warmup_iters": 20, "weight_decay": 0.1}
 ARMS = {"scaled": True, "unscaled": False}
+GRID = {"lr": (1e-4, 3e-4, 1e-3, 3e-3)}  # per arm, on the set's tuning seed; extends past an edge pick
+QUICK_LR = 3e-3  # --quick: this rate for both arms, no sweep
+BUDGET = {"steps": 300, "quick_steps": 80}  # AdamW steps per training run, at budget 1
+BUDGETS = (0.5, 1.0, 2.0)  # the runner measures the claim at half, one and twice the training budget
 
 
-def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
-    d_model, steps, lrs = (64, 80, [1e-3, 3e-3]) if quick else (256, 300, [1e-4, 3e-4, 1e-3, 3e-3])
+def training_steps(quick: bool, budget: float) -> int:
+    """AdamW steps per training run: `budget` times BUDGET's steps (its quick steps with --quick), rounded, at least one."""
+    return max(1, round(BUDGET["quick_steps" if quick else "steps"] * budget))
+
+
+def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) -> Report:
+    d_model, steps = (64 if quick else 256), training_steps(quick, budget)
     n_softmax = 500 if quick else 2000  # draws per seed and d_k in part 2
     seeds = run_seeds(seed, quick)
+    lr_text = (f"{QUICK_LR} for both arms (quick run: no sweep)" if quick else
+               f"tuned per arm on seed {tuning_seed(seed)}, which no verdict uses: the lowest validation NLL over "
+               f"{list(GRID['lr'])}, the grid extended past an edge pick (at most twice)")
     report = Report(
         NAME, CLAIMS, quick=quick,
         setup=(
@@ -102,29 +125,34 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
             f"autograd. (3) Trainability: a 1-layer, 1-head Transformer, d_k = d_model = {d_model}, d_ff {d_model}, "
             f"sinusoidal positions, on RecallSource (s_t = s_(t-{DISTANCE}) with p 0.9, else uniform over {VOCAB} "
             f"symbols; {N_TRAIN} training, {N_VAL} validation and {N_TEST} test sequences of {LENGTH} per seed); AdamW, "
-            f"{steps} steps of batch {TRAIN['batch_size']}, cosine decay to a tenth, q and k projections initialised so "
-            "that q and k have unit variance; with and without the scale from the same initial weights. Each arm's "
-            f"learning rate is the one of {lrs} with the lowest validation NLL on seed {seed}; every seed is scored on "
-            "its test split."
+            f"{steps} steps of batch {TRAIN['batch_size']} (training budget {budget:g} × "
+            f"{BUDGET['quick_steps' if quick else 'steps']} steps), cosine decay to a tenth, q and k projections "
+            "initialised so that q and k have unit variance; with and without the scale from the same initial "
+            f"weights. Learning rate: {lr_text}. Every verdict seed is trained afresh at its arm's rate and scored on "
+            "its test split. Parts 1 and 2 train nothing: they measure the same at every training budget."
         ),
         criterion=(
-            "Variance: the largest |Var(q·k)/d_k − 1| over d_k stays within four standard errors of a sample variance. "
-            f"Saturation, at d_k = {D_K[-1]}: without the scale the mean largest weight is closer to one-hot than to "
-            "uniform and the mean Jacobian norm closer to 0 than to the uniform softmax's; with the scale the Jacobian "
-            "norm stays closer to the uniform's. Trainability: the scaled model closes more than half the gap from "
-            f"log {VOCAB} (no attention) to the Bayes limit on the test split, and the unscaled model's test NLL is "
-            "higher (per seed, each arm at its own learning rate). Every check: the 95% t-interval over the seeds "
-            "against the threshold in the Checks table."
+            HYPOTHESIS + " Variance: the largest |Var(q·k)/d_k − 1| over d_k stays within four standard errors of a "
+            f"sample variance. Saturation, at d_k = {D_K[-1]}: without the scale the mean largest weight is closer to "
+            "one-hot than to uniform and the mean Jacobian norm closer to 0 than to the uniform softmax's; with the "
+            "scale the Jacobian norm stays closer to the uniform's. Trainability: the scaled model closes more than "
+            f"half the gap from log {VOCAB} (no attention) to the Bayes limit on the test split, and the unscaled "
+            f"model's test NLL is higher by more than {CRITERIA['gap'].floor:g} nats (per seed, each arm at its own "
+            "learning rate). Every check: the 95% t-interval over the seeds against the threshold in the Checks table."
         ),
     )
     variance = [_variance(N_VAR, s) for s in seeds]
     soft = [_softmax(n_softmax, s) for s in seeds]
-    if progress is not None:
-        progress.update(0.1, "training")
-    picked, sweep, runs = _train_all(seeds, d_model, steps, lrs, progress)
+    source = RecallSource(distance=DISTANCE, p=0.9, vocab_size=VOCAB)
+    if quick:
+        tuned, picked = {}, {arm: QUICK_LR for arm in ARMS}
+    else:
+        tuned = {arm: _tune(arm, tuning_seed(seed), d_model, steps, source, progress) for arm in ARMS}
+        picked = {arm: report.tuned(f"lr, {_LABEL[arm]} scale", t) for arm, t in tuned.items()}
+    runs = _train_seeds(picked, seeds, d_model, steps, source, progress)
     _variance_part(report, variance, seeds)
     _saturation_part(report, soft, seeds)
-    _trainability_part(report, runs, picked, sweep, seeds, lrs)
+    _trainability_part(report, runs, picked, tuned, seeds)
     report.figure("variance", _plot_variance(variance), "Var(q·k) grows as d_k; divided by √d_k it stays at 1 (mean over "
                   "seeds).")
     report.figure("softmax", _plot_softmax(soft), f"Without the scale the softmax over {S_KEYS} keys goes one-hot as d_k "
@@ -173,28 +201,31 @@ def _saturation_part(report: Report, soft: list[dict], seeds: list[int]) -> None
                 f"falls from {mean['jacobian_median_unscaled'][0]:.3f} to {mean['jacobian_median_unscaled'][-1]:.1e}.")
 
 
-def _trainability_part(report: Report, runs: list[dict], picked: dict, sweep: dict, seeds: list[int], lrs) -> None:
+def _trainability_part(report: Report, runs: list[dict], picked: dict, tuned: dict[str, Tuned], seeds: list[int]) -> None:
     by = {(r["arm"], r["seed"]): r for r in runs}
     report.check("scaled_trains", [by["scaled", s]["closed"] for s in seeds], seeds)
     gaps = [by["unscaled", s]["test_nll"] - by["scaled", s]["test_nll"] for s in seeds]
     report.check("gap", gaps, seeds)
-    report.number("learning_rates", lrs)
+    report.number("learning_rates", list(GRID["lr"]))
     report.number("picked_lr", picked)
-    report.number("sweep_val_nll", {arm: {str(lr): v for lr, v in sweep[arm].items()} for arm in ARMS})
+    report.number("sweep_val_nll", {arm: {str(lr): v for lr, v in zip(t.grid, t.scores)} for arm, t in tuned.items()})
     report.number("nll_gap", gaps)
     for key in ("test_nll", "bayes", "excess", "closed", "q_var", "init_max_weight", "copy_weight"):
         report.number(f"train_{key}", {f"{r['arm']}_seed{r['seed']}": r[key] for r in runs})
-    report.table(["scale", *(f"val NLL at lr {lr:g}" for lr in lrs), "picked lr"],
-                 [[_LABEL[arm], *(sweep[arm][lr] for lr in lrs), picked[arm]] for arm in ARMS],
-                 title=f"Learning-rate sweep on seed {seeds[0]} (validation NLL, nats/token)")
+    if tuned:  # one row per rate scored: the grids differ where one was extended past an edge
+        report.table(["scale", "lr", "validation NLL", "picked"],
+                     [[_LABEL[arm], lr, v, "yes" if lr == t.pick else ""] for arm, t in tuned.items()
+                      for lr, v in zip(t.grid, t.scores)],
+                     title="Learning-rate tuning on the tuning seed, which no verdict uses (validation NLL, nats/token)")
     report.table(["scale", "seed", "lr", "Var(q) at init", "largest attention weight at init",
                   "attention on the copied token after training", "test NLL", "Bayes limit", "excess", "gap closed"],
                  [[_LABEL[r["arm"]], r["seed"], picked[r["arm"]], r["q_var"], r["init_max_weight"], r["copy_weight"],
                    r["test_nll"], r["bayes"], r["excess"], r["closed"]] for r in runs],
                  title="Training, each arm at its picked learning rate")
-    edge = [arm for arm in ARMS if picked[arm] in (lrs[0], lrs[-1])]
+    edge = [arm for arm, t in tuned.items() if t.edge]
     if edge:
-        report.note(f"The picked learning rate lies at the edge of the sweep for: {', '.join(edge)}.")
+        report.note(f"The picked learning rate is still on the edge of the extended grid for: {', '.join(edge)}; "
+                    "this run's measured verdicts are inconclusive.")
 
 
 _LABEL = {"scaled": "1/√d_k", "unscaled": "none"}
@@ -274,29 +305,27 @@ def _train_one(arm: str, lr: float, seed: int, d_model: int, steps: int, source:
             "q_var": q_var, "init_max_weight": init_max, "copy_weight": _probe(model, probe)[2]}
 
 
-def _train_all(seeds: list[int], d_model: int, steps: int, lrs: list[float], progress):
-    """Sweep each arm's rate on the first seed (validation NLL), then train every other seed at the rate picked.
+def _tune(arm: str, seed: int, d_model: int, steps: int, source: RecallSource, progress) -> Tuned:
+    """The arm's learning rate: the lowest validation NLL on `seed` (a tuning seed, which no verdict uses) over GRID,
+    the grid extended past an edge pick."""
+    def val_nll(lr: float) -> float:
+        if progress is not None:
+            progress.update(0.05, f"tuning: {arm}, lr {lr:g}")
+        return _train_one(arm, lr, seed, d_model, steps, source)["val_nll"]
 
-    Returns the picked rate per arm, the sweep's validation NLL per arm and rate, and one run per arm and seed."""
-    source = RecallSource(distance=DISTANCE, p=0.9, vocab_size=VOCAB)
-    total, done = len(ARMS) * (len(lrs) + len(seeds) - 1), 0
-    first: dict[tuple[str, float], dict] = {}
-    for arm in ARMS:
-        for lr in lrs:
-            first[arm, lr] = _train_one(arm, lr, seeds[0], d_model, steps, source)
-            done += 1
-            if progress is not None:
-                progress.update(0.1 + 0.9 * done / total, f"sweep: {arm}, lr {lr:g}")
-    sweep = {arm: {lr: first[arm, lr]["val_nll"] for lr in lrs} for arm in ARMS}
-    picked = {arm: min(lrs, key=lambda lr, arm=arm: sweep[arm][lr]) for arm in ARMS}
-    runs = [first[arm, picked[arm]] for arm in ARMS]
-    for s in seeds[1:]:
+    return tune(val_nll, GRID["lr"])
+
+
+def _train_seeds(picked: dict[str, float], seeds: list[int], d_model: int, steps: int, source: RecallSource,
+                 progress) -> list[dict]:
+    """Train each arm afresh on every verdict seed at its picked rate: one run per seed and arm, in that order."""
+    runs = []
+    for s in seeds:
         for arm in ARMS:
             runs.append(_train_one(arm, picked[arm], s, d_model, steps, source))
-            done += 1
             if progress is not None:
-                progress.update(0.1 + 0.9 * done / total, f"{arm}, seed {s}")
-    return picked, sweep, runs
+                progress.update(0.1 + 0.9 * len(runs) / (len(seeds) * len(ARMS)), f"{arm}, seed {s}")
+    return runs
 
 
 @torch.no_grad()
