@@ -15,8 +15,16 @@ def test_coreference_quick_report(quick_report):
     checks = {c["name"]: c for c in data["checks"]}
     assert set(checks) == {"pick_mean", "flip_mean", "pick_head", "flip_head"}
     assert {c["part"] for c in checks.values()} == {"mean over heads", "best head (held out)"}
-    for c in checks.values():  # one value per pair: the pairs are the unit of variation
-        assert c["seeds"] == list(range(len(PAIRS))) and 0 <= c["value"] <= 1
+    for name in ("pick_mean", "pick_head"):  # one value per pair: the pairs are the unit of variation
+        assert checks[name]["seeds"] == list(range(len(PAIRS))) and 0 <= checks[name]["value"] <= 1
+    for name in ("flip_mean", "flip_head"):  # a 0/1 outcome per pair: k of n pairs, Wilson's interval
+        c = checks[name]
+        assert c["seeds"] is None and c["sets"][0]["kind"] == "wilson" and 0 <= c["value"] <= 1
+        lo, hi = c["interval"]
+        assert 0 <= lo <= c["value"] <= hi <= 1
+        assert c["floor"] == 0.25 and c["direction"] == "above"
+    assert "no shown competence at coreference" in data["criterion"]
+    assert "no shown competence at coreference" in md.split("## Criterion", 1)[0]  # the set-up says it too
     n = data["numbers"]
     assert n["pairs"] == len(PAIRS) and n["texts"] == 2 * len(PAIRS)
     for name in ("mean", "head"):

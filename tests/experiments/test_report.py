@@ -52,3 +52,21 @@ def test_bad_input_is_one_line(tmp_path):
     assert_one_line_error(code, err, "already holds a report", "--overwrite")
     assert (tmp_path / "full" / "report.md").read_text() == "keep"
     assert "regression" in available()
+
+
+def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
+    import redthread.commands.experiment as command
+
+    monkeypatch.setattr(command, "available", lambda: ["regression", "attention-as-regression"])
+    out = tmp_path / "all"
+    code, first, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress")
+    assert code == 0, err
+    kept = (out / "regression" / "report.json").read_text()
+    (out / "attention-as-regression" / "report.json").unlink()  # as if the run had stopped inside it
+    code, again, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress", "--resume")
+    assert code == 0, err
+    assert "regression" in again and "kept from the earlier run" in again.splitlines()[0]
+    assert (out / "regression" / "report.json").read_text() == kept  # not run again
+    assert (out / "attention-as-regression" / "report.json").is_file() and (out / "index.md").is_file()
+    code, _, err = cli("experiment", "all", "--quick", "--out", out, "--resume", "--overwrite")
+    assert_one_line_error(code, err, "--resume", "--overwrite")

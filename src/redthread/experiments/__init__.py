@@ -34,6 +34,8 @@ EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted 
     "locality": "locality",
     "ensemble": "ensemble",
     "vision": "vision",
+    "referent": "referent",
+    "real-models": "real_models",
 }
 
 
@@ -56,6 +58,9 @@ SUMMARIES = {  # name -> (claims, what it measures)
     "locality": ("C8", "attention weight against distance, by kind of position"),
     "ensemble": ("C9", "heads as an ensemble: disagreement, removing heads vs dimensions"),
     "vision": ("C14, C2", "ViT, MLP and softmax regression on digits; patch order; grounding"),
+    "referent": ("C13", "positive control: a model that learned a referent; attention, attribution, ablation"),
+    "real-models": ("C8, C9, C11, C12",
+                    "real models (Shakespeare, MiniLM): locality, head roles, token identity, calibration"),
 }
 
 

@@ -41,6 +41,7 @@ REGISTERED = {
     "sequential": "581845f621cd",
     "coreference": "9b94b8fda16c",
     "calibration": "a469e2e6d9b2",
+    "referent": "9aa528519e59",
 }
 
 HISTORY: dict[str, list[Change]] = {
