@@ -42,6 +42,7 @@ REGISTERED = {
     "coreference": "9b94b8fda16c",
     "calibration": "a469e2e6d9b2",
     "referent": "9aa528519e59",
+    "real-models": "a8b9d6519377",
 }
 
 HISTORY: dict[str, list[Change]] = {
