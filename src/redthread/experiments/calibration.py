@@ -1,30 +1,58 @@
-"""Claim C12: training is maximum likelihood (cross-entropy), so the learned P(next | context) is a
-probability that means what it says: of the tokens predicted with probability 0.7, about 70% come true.
+"""Claim C12, first half: training is maximum likelihood (cross-entropy), so the learned
+P(next | context) is a probability that means what it says: of the tokens predicted with
+probability 0.7, about 70% come true. This experiment tests how that follows from the likelihood,
+along a path of training that brings the model closer to the likelihood's maximum.
 
-Set-up: three rungs of the ladder, a bigram (softmax regression on the previous token), an MLP on a
-fixed window (Bengio et al. 2003) and a Transformer, each trained by the shared loop to near
-convergence on a synthetic source with a known Bayes limit: an order-2 Markov chain over 16 symbols
-(`redthread.data.synthetic.MarkovSource`, hierarchical Dirichlet rows), new chain, data and
-initialisation for every seed. Maximum likelihood without weight decay: AdamW's decay is a prior that
-shrinks the logits (at the bigram's learning rate it makes the model under-confident), so it is left
-out of a test of what the likelihood alone gives. Each rung gets its learning rate from a sweep of
-three, picked on the validation split of the first seed. On held-out test sequences, `reliability` groups every position by
-the model's top next-token probability (its confidence) into equal-width bins and compares each bin's
-mean confidence with how often that token came next; the count-weighted mean gap is the expected
-calibration error (ECE, Guo et al. 2017, eq. 3; the same binning as `redthread.train.calibration`).
+Why it should hold. Cross-entropy is a proper scoring rule: its expectation is lowest only at the
+true conditional probabilities p, and a model q pays for every departure from them exactly
+KL(p || q) nats per token, its excess NLL over the Bayes limit. That excess bounds the calibration
+error. At a position the top token's true probability and the model's differ by at most the
+total-variation distance between p and q, which Pinsker's inequality bounds by sqrt(KL / 2); the
+binned calibration error of the top-1 probabilities (ECE, below) averages such differences, so
 
-Why the criterion: cross-entropy is a proper scoring rule, minimised in expectation only by the true
-conditional probabilities, and the best predictor from a shorter context (the bigram's one token) is
-still calibrated, so a well-fitted model of any context length should be calibrated. But an ECE
-measured on N positions is never zero, even for a perfect predictor: each bin's accuracy is a
-frequency of finitely many draws. The control measures that floor at the same positions: labels
-drawn from the model's own predicted distribution, for which the model is calibrated by
-construction. Each rung's ECE is judged in units of that floor.
+    true ECE  <=  mean over positions of TV(p, q)  <=  sqrt(excess NLL / 2)      (Jensen)
 
-Temperature scaling (Guo et al. 2017, section 4.2): the one parameter T of softmax(logits / T) fitted
-by NLL on the validation split; what it changes on the test split is reported beside the verdict. At
-the maximum of the likelihood the derivative along the logits' scale vanishes, so a well-fitted model
-needs T near 1.
+As training brings the excess NLL towards 0, the calibration error must follow it down. The
+converse does not hold: a model far from the maximum can be calibrated too (the source's own
+P(next | previous token) is, with a large excess), so the claim is a statement about the path,
+not about any one model: along the likelihood's path, the calibration error falls as the excess
+NLL falls, and the well-trained end is calibrated, with its temperature at 1.
+
+Set-up: an order-2 Markov chain over 16 symbols (`redthread.data.synthetic.MarkovSource`,
+hierarchical Dirichlet rows), whose Bayes limit is known exactly; a new chain, data and
+initialisation for every seed. A one-layer Transformer LM is trained by maximum likelihood (AdamW
+without weight decay, a prior that would shrink the logits) for each budget of the path, 100, 300
+and 1000 steps, each run with its own warm-up and cosine decay: the same seed, data and learning
+rate, only the number of steps differs. The learning rate is tuned once, on a seed no verdict uses
+(`tuning_seed`), by validation NLL at the longest budget: the likelihood chooses it, never the ECE.
+
+The measurements, at every point of the path, on the same held-out test positions (a fixed n):
+
+    excess NLL      test NLL minus the chain's Bayes NLL of the same sequences (nats per token)
+    ECE             positions grouped by the top next-token probability (the confidence) into 15
+                    equal bins; the count-weighted mean |accuracy - confidence| (Guo et al. 2017, eq. 3)
+    control ECE     the same positions and predictions, with labels drawn from the model's own
+                    distribution: calibrated by construction, yet its ECE is not 0 (each bin's
+                    accuracy is a frequency of finitely many draws); mean over 10 draws
+    ECE gap         ECE minus control ECE
+
+The ECE gap is what the checks read. For a calibrated model it is about 0 in expectation whatever
+n; for a miscalibrated one it lies between the true ECE less the control's and the true ECE, and
+tends to the true ECE as n grows. So a bar on it stays where it is as the test grows (the ECE in
+units of the control's, the previous criterion, has a bar 2 x control that shrinks as 1 / sqrt(n):
+any fixed miscalibration fails it at a large enough n). The signed over-confidence, mean
+confidence minus accuracy over all positions, says which way a gap leans, and is reported at the
+excess NLL where it was measured.
+
+Temperature scaling (Guo et al. 2017, section 4.2) is the control for "how much of the gap is the
+logits' scale": the one parameter T of softmax(logits / T) fitted by NLL on the validation split,
+applied to the test split. At the maximum of the likelihood the NLL's derivative along the logits'
+scale is 0, so a well-trained maximum-likelihood model needs T near 1; what is left of the gap
+after scaling is miscalibration that no temperature removes.
+
+(An earlier version judged three rungs, bigram, MLP and Transformer, at one budget, by the ECE in
+units of the control's: that bar tightened with the test size alone, its verdicts moved with
+floating-point noise, and the ratio tracked under-fitting; see the report's history.)
 """
 
 from __future__ import annotations
@@ -39,102 +67,107 @@ from torch import nn
 from redthread.data.sequences import SequenceData
 from redthread.data.synthetic import MarkovSource
 from redthread.data.targets import IGNORE_INDEX
-from redthread.experiments.criteria import BELOW, Criterion
+from redthread.experiments.criteria import ABOVE, BELOW, WITHIN, Criterion
 from redthread.experiments.report import Report
-from redthread.experiments.stats import estimate
-from redthread.models.bigram import BigramConfig, BigramLM
-from redthread.models.mlp import MLPLM, MLPConfig
+from redthread.experiments.stats import estimate, run_seeds, tuning_seed
+from redthread.experiments.tuning import tune
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.calibration import Calibration
-from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.loop import TrainConfig, train
 
 plt = pyplot()
 
 NAME, CLAIMS = "calibration", "C12"
 
+HYPOTHESIS = ("A Transformer LM trained by maximum likelihood on a source with a known Bayes limit becomes calibrated as "
+              "it approaches the likelihood's maximum: along a path of longer training, its ECE gap (its top-1 ECE "
+              "minus a calibrated control's at the same test positions) falls as its excess NLL falls, the "
+              "best-trained model's gap is below one point of probability, and its fitted temperature is near 1.")
+_POINT = ("one point of probability, the least miscalibration that counts (as in the classification and vision "
+          "experiments); the ECE gap is about 0 for a calibrated model at any test size and at most the true ECE, so "
+          "the bar does not move with the number of test positions")
 # The pre-registered criteria: each floor is the smallest effect size of interest, with its reason.
-_NOISE_FLOOR = (
-    "the noise floor, measured on a control: the same model scored on labels drawn from its own predicted distribution "
-    "at the same positions is perfectly calibrated by construction, yet its ECE is not zero (finite bins of finite "
-    "counts); its mean over draws is the floor (1 in this unit). A calibrated model's ECE scatters around the floor, so "
-    "twice the floor is where the miscalibration itself becomes as large as the noise it is measured with"
-)
 CRITERIA: dict[str, Criterion] = {
-    f"ece_{key}": Criterion("C12", part, f"the {part}'s top-1 ECE on held-out positions, in units of the noise floor "
-                            "(its ECE on labels drawn from its own prediction)", 2.0, BELOW, _NOISE_FLOOR)
-    for key, part in (("bigram", "bigram"), ("mlp", "MLP"), ("transformer", "Transformer"))
+    "gap_falls": Criterion(
+        "C12", "along the path", "the Transformer's ECE gap (top-1 ECE minus a calibrated control's, same test positions) "
+        "at the least-trained point of the path (100 steps) minus at the most-trained (1000 steps), probability",
+        0.005, ABOVE,
+        "half a point of probability: probabilities are read to the nearest point, so a fall smaller than half a point "
+        "can vanish in the rounding (gap_small's bar is one point)", bounds=(-2.0, 2.0)),
+    "gap_small": Criterion(
+        "C12", "well trained", "the Transformer's ECE gap (top-1 ECE minus a calibrated control's, same test positions) "
+        "at the most-trained point of the path (1000 steps), probability", 0.01, BELOW, _POINT, bounds=(-1.0, 1.0)),
+    "temperature": Criterion(
+        "C12", "temperature", "log of the temperature fitted by validation NLL to the most-trained Transformer (1000 "
+        "steps)", 0.05, WITHIN,
+        "at the likelihood's maximum the NLL's derivative along the logits' scale is 0, so T = 1; a temperature within "
+        "e^(±0.05) moves a two-way confidence p by at most 0.05 x max over p of p(1 - p) logit(p) = 0.011, one point "
+        "of probability, the least miscalibration that counts"),
 }
 ORDER, VOCAB, CONCENTRATION, HIERARCHY = 2, 16, 1.0, 5.0  # as the sampling experiment's chain
 LENGTH, N_BINS, BATCH = 32, 15, 32
-CONTROL_DRAWS = 10  # label draws from the model's own prediction, averaged into the noise floor
-RUNGS = {"bigram": "bigram", "mlp": "MLP", "transformer": "Transformer"}  # key -> the part of the claim
-LRS = {"bigram": (0.03, 0.1, 0.3), "mlp": (3e-3, 1e-2, 3e-2), "transformer": (3e-3, 1e-2, 3e-2)}
+CONTROL_DRAWS = 10  # label draws from the model's own prediction, averaged into the control's ECE
+N_HEAD = 4
+GRID = {"lr": (3e-3, 1e-2, 3e-2)}  # tuned once, at the path's longest budget, on the set's tuning seed; extends past an edge
+QUICK_LR = 1e-2
+BUDGET = {"steps": (100, 300, 1000), "quick_steps": (25, 50, 100)}  # the path: training steps, each a run of its own
 
 
 def sizes(quick: bool) -> dict:
-    """Sequences per split, seeds, and training steps per rung."""
+    """Sequences per split, the path's budgets, and the Transformer's width."""
     if quick:
-        return {"train": 2000, "val": 250, "test": 500, "seeds": 2, "sweep": False,
-                "steps": {"bigram": 200, "mlp": 200, "transformer": 100}}
-    return {"train": 8000, "val": 1000, "test": 2000, "seeds": 5, "sweep": True,
-            "steps": {"bigram": 1000, "mlp": 1500, "transformer": 1000}}
-
-
-def make_model(rung: str, vocab_size: int, quick: bool) -> nn.Module:
-    if rung == "bigram":
-        return BigramLM(BigramConfig(vocab_size=vocab_size, block_size=LENGTH))
-    if rung == "mlp":
-        return MLPLM(MLPConfig(vocab_size=vocab_size, block_size=LENGTH, context=4, d_embed=16, d_hidden=128))
-    return TransformerLM(TransformerConfig(vocab_size=vocab_size, block_size=LENGTH, n_layer=1 if quick else 2,
-                                           n_head=4, d_model=32 if quick else 64, pos="learned"))
+        return {"train": 2000, "val": 250, "test": 500, "steps": BUDGET["quick_steps"], "d_model": 32}
+    return {"train": 8000, "val": 1000, "test": 2000, "steps": BUDGET["steps"], "d_model": 64}
 
 
 def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     size = sizes(quick)
-    seeds = [seed + i for i in range(size["seeds"])]
-    report = Report(NAME, CLAIMS, quick=quick, setup=setup_text(size, seeds), criterion=(
-        "For each rung (bigram, MLP, Transformer), the top-1 ECE on the test positions divided by the noise floor "
-        f"(the mean ECE, over {CONTROL_DRAWS} draws, of the same model on labels drawn from its own predicted "
-        "distribution at the same positions) is below 2, with the 95% interval over seeds: a miscalibration no larger "
-        "than the noise it is measured with. Temperature scaling is fitted on validation and reported, not decided on."
+    seeds, steps = run_seeds(seed, quick), size["steps"]
+    report = Report(NAME, CLAIMS, quick=quick, setup=setup_text(size, seeds, seed, quick), criterion=(
+        HYPOTHESIS + f" Checked on the path of {', '.join(map(str, steps))} steps: (a) the ECE gap at {steps[0]} steps "
+        f"minus at {steps[-1]} exceeds 0.005 (half a point of probability); (b) the gap at {steps[-1]} steps is below "
+        f"0.01 (one point); (c) |log T| < 0.05 for the temperature fitted on validation at {steps[-1]} steps. Each is "
+        "a mean over seeds with its 95% interval; the control's ECE is the mean over "
+        f"{CONTROL_DRAWS} label draws from the model's own prediction at the same positions. The excess NLL and the "
+        "signed over-confidence (mean confidence minus accuracy) are reported at every point, not decided on."
     ))
-    results: dict[str, list[dict]] = {rung: [] for rung in RUNGS}
-    lrs: dict[str, float] = {}
-    sweeps: dict[str, dict[float, float]] = {}
+    if quick:
+        lr = QUICK_LR
+    else:
+        _, tuning_data, _ = splits(tuning_seed(seed), size)
+
+        def val_nll(lr: float) -> float:
+            return fitted(tuning_data, tuning_seed(seed), steps[-1], lr, size)[1]
+
+        lr = report.tuned(f"lr, Transformer, {steps[-1]} steps", tune(val_nll, GRID["lr"]))
+    points: list[list[dict]] = []  # per seed, one measurement per point of the path
     for i, s in enumerate(seeds):
         source, fit, test = splits(s, size)
-        for rung in RUNGS:
-            if i == 0 and size["sweep"]:
-                model, lrs[rung], sweeps[rung] = sweep(rung, fit, s, size, quick)
-            else:
-                lrs.setdefault(rung, LRS[rung][1])
-                model = fitted(rung, fit, s, size, quick, lrs[rung])
-            results[rung].append(measure(model, rung, source, fit, test, s))
+        points.append([])
+        for j, n_steps in enumerate(steps):
+            model, _ = fitted(fit, s, n_steps, lr, size)
+            points[-1].append(measure(model, source, fit, test, s))
             if progress is not None:
-                progress.update((i * len(RUNGS) + list(RUNGS).index(rung) + 1) / (len(seeds) * len(RUNGS)),
-                                f"seed {s}, {rung}")
-    for rung in RUNGS:
-        ratios = [r["ratio"] for r in results[rung]]
-        report.check(f"ece_{rung}", ratios, seeds, seen=f"{estimate(ratios)}; ECE {mean_of(results[rung], 'ece'):.4f} "
-                     f"against a floor of {mean_of(results[rung], 'floor'):.4f}")
-    describe(report, results, lrs, sweeps, seeds)
+                progress.update((i * len(steps) + j + 1) / (len(seeds) * len(steps)), f"seed {s}, {n_steps} steps")
+    decide(report, points, seeds, steps)
+    describe(report, points, seeds, steps, lr)
     return report
 
 
-def setup_text(size: dict, seeds: list[int]) -> str:
+def setup_text(size: dict, seeds: list[int], seed: int, quick: bool) -> str:
     return (
         f"Source: an order-{ORDER} Markov chain over {VOCAB} symbols (MarkovSource, concentration {CONCENTRATION}, "
         f"hierarchy {HIERARCHY}), a new chain for every seed ({', '.join(map(str, seeds))}); sequences of {LENGTH} "
         f"tokens, {size['train']} to train on, {size['val']} to validate (learning rate, temperature), {size['test']} "
-        f"to test ({size['test'] * LENGTH:,} positions). Rungs: a bigram (softmax regression on the previous token), "
-        "an MLP (context 4, embeddings 16, hidden 128, tanh) and a Transformer (2 layers, 4 heads, d_model 64, learned "
-        "positions; 1 layer, d_model 32 in --quick), each trained by maximum likelihood (AdamW without weight decay, "
-        "which would add a prior that shrinks the logits), batch "
-        f"{BATCH}, warm-up and cosine decay, for {', '.join(f'{k} {v}' for k, v in size['steps'].items())} steps. "
-        + ("Learning rate per rung: the best validation NLL of three (" + "; ".join(
-            f"{k} {', '.join(f'{lr:g}' for lr in v)}" for k, v in LRS.items()) + ") on the first seed, then kept. "
-           if size["sweep"] else "Learning rate per rung: the middle of the full run's sweep (no sweep in --quick). ")
+        f"to test ({size['test'] * LENGTH:,} positions, the same at every point of the path). Model: a 1-layer "
+        f"Transformer LM, {N_HEAD} heads, d_model {size['d_model']}, learned positions, trained by maximum likelihood "
+        f"(AdamW without weight decay, which would add a prior that shrinks the logits), batch {BATCH}, warm-up over "
+        f"5% of the steps and cosine decay to a tenth of the rate. The path: {', '.join(map(str, size['steps']))} steps, "
+        "each a run of its own from the same initialisation and data, at one learning rate: "
+        + (f"{QUICK_LR} (quick run: no tuning). " if quick else
+           f"the best validation NLL of {', '.join(f'{lr:g}' for lr in GRID['lr'])} (extended past an edge) at "
+           f"{size['steps'][-1]} steps on seed {tuning_seed(seed)}, which no verdict uses. ")
         + f"Calibration: top-1 confidence in {N_BINS} equal bins over every test position. Control: the same positions "
         f"with labels drawn from the model's own distribution, {CONTROL_DRAWS} draws. Temperature: one T fitted by "
         "NLL on the validation split, applied to the test split. The 95% intervals are over seeds."
@@ -151,22 +184,16 @@ def splits(seed: int, size: dict) -> tuple[MarkovSource, SequenceData, SequenceD
     return source, fit, test
 
 
-def fitted(rung: str, data: SequenceData, seed: int, size: dict, quick: bool, lr: float) -> nn.Module:
-    torch.manual_seed(seed)
-    model = make_model(rung, data.vocab_size, quick)
-    steps = size["steps"][rung]
-    train(model, data, TrainConfig(max_iters=steps, batch_size=BATCH, lr=lr, min_lr=lr / 10, warmup_iters=steps // 20,
-                                   eval_interval=steps, eval_batches=5, seed=seed, device="cpu",
-                                   weight_decay=0.0), progress=False)  # no prior: the plain likelihood
-    return model
-
-
-def sweep(rung: str, data: SequenceData, seed: int, size: dict, quick: bool) -> tuple[nn.Module, float, dict]:
-    """Train at each of the rung's learning rates; keep the one with the lowest validation NLL."""
-    models = {lr: fitted(rung, data, seed, size, quick, lr) for lr in LRS[rung]}
-    nll = {lr: evaluate(m, data, "val", batch_size=256)["nll"] for lr, m in models.items()}
-    best = min(nll, key=nll.get)
-    return models[best], best, nll
+def fitted(data: SequenceData, seed: int, steps: int, lr: float, size: dict) -> tuple[nn.Module, float]:
+    """A Transformer trained by maximum likelihood for `steps` steps, and its NLL on the whole validation split."""
+    torch.manual_seed(seed)  # the same initialisation at every point of the path
+    model = TransformerLM(TransformerConfig(vocab_size=data.vocab_size, block_size=LENGTH, n_layer=1, n_head=N_HEAD,
+                                            d_model=size["d_model"], pos="learned"))
+    result = train(model, data, TrainConfig(max_iters=steps, batch_size=BATCH, lr=lr, min_lr=lr / 10,
+                                            warmup_iters=max(steps // 20, 1), eval_interval=steps, eval_batches=5,
+                                            log_interval=steps, seed=seed, device="cpu", weight_decay=0.0),
+                   progress=False)  # no prior: the plain likelihood; the final evaluation scores the whole split
+    return model.eval(), float(result.val_nll)
 
 
 @torch.no_grad()
@@ -199,10 +226,29 @@ def reliability(probs: torch.Tensor, targets: torch.Tensor, n_bins: int = N_BINS
     )
 
 
-def noise_floor(probs: torch.Tensor, draws: int, seed: int) -> list[float]:
+def control_eces(probs: torch.Tensor, draws: int, seed: int) -> list[float]:
     """ECEs of a perfectly calibrated control: the same predictions (N, V), labels drawn from them."""
     generator = torch.Generator().manual_seed(seed)
     return [reliability(probs, torch.multinomial(probs, 1, generator=generator)[:, 0]).ece for _ in range(draws)]
+
+
+def calibration_gap(probs: torch.Tensor, targets: torch.Tensor, seed: int, draws: int = CONTROL_DRAWS) -> dict:
+    """The ECE of predictions (N, V) against targets (N,), the control's mean ECE at the same positions, and the gap."""
+    cal = reliability(probs, targets)
+    control = control_eces(probs, draws, seed)
+    return {"ece": cal.ece, "control": float(np.mean(control)), "gap": cal.ece - float(np.mean(control)),
+            "reliability": cal.to_dict()}
+
+
+def overconfidence(probs: torch.Tensor, targets: torch.Tensor) -> float:
+    """Mean top-1 probability minus top-1 accuracy over all positions: > 0 over-confident, < 0 under-confident."""
+    conf, top = probs.double().max(-1)  # (N,), (N,)
+    return float(conf.mean() - (top == targets).double().mean())
+
+
+def pinsker_bound(excess_nll: float) -> float:
+    """sqrt(excess NLL / 2): the most calibration error (true top-1 ECE) a model with this excess NLL can have."""
+    return math.sqrt(max(excess_nll, 0.0) / 2)
 
 
 def fit_temperature(logits: torch.Tensor, targets: torch.Tensor, lo: float = 0.25, hi: float = 4.0) -> float:
@@ -224,122 +270,129 @@ def fit_temperature(logits: torch.Tensor, targets: torch.Tensor, lo: float = 0.2
     return 2 / (a + b)
 
 
-def measure(model: nn.Module, rung: str, source: MarkovSource, fit: SequenceData, test: SequenceData, seed: int) -> dict:
-    """The test NLL against the rung's limit, the ECE against the control's floor, and temperature scaling."""
+def measure(model: nn.Module, source: MarkovSource, fit: SequenceData, test: SequenceData, seed: int) -> dict:
+    """One point of the path: the excess NLL, the ECE gap and over-confidence, before and after temperature scaling."""
     z, y = positions(model, test, "val")  # (N, V), (N,)
-    probs = z.softmax(-1)
-    cal = reliability(probs, y)
-    floors = noise_floor(probs, CONTROL_DRAWS, seed)
-    floor = float(np.mean(floors))
     t = fit_temperature(*positions(model, fit, "val"))
-    scaled = reliability((z / t).softmax(-1), y)
-    nll = float(F.cross_entropy(z, y))
-    seqs = np.stack(test.sequences("val"))  # (N, L)
+    probs, scaled = z.softmax(-1), (z / t).softmax(-1)
+    before, after = calibration_gap(probs, y, seed), calibration_gap(scaled, y, seed)
+    nll, bayes = float(F.cross_entropy(z, y)), source.bayes_nll(np.stack(test.sequences("val")))
     return {
-        "nll": nll, "bayes": source.bayes_nll(seqs), "train_nll":
-        evaluate(model, fit, "train", batch_size=256, max_batches=8)["nll"], "ece": cal.ece, "floor": floor,
-        "floor_sd": float(np.std(floors, ddof=1)), "ratio": cal.ece / floor, "temperature": t,
-        "nll_scaled": float(F.cross_entropy(z / t, y)), "ece_scaled": scaled.ece,
-        "ratio_scaled": scaled.ece / float(np.mean(noise_floor((z / t).softmax(-1), CONTROL_DRAWS, seed))),
-        "reliability": cal.to_dict(), "positions": cal.n,
-        "limit": bigram_limit(source, seqs) if rung == "bigram" else source.bayes_nll(seqs),  # the rung's best
+        "nll": nll, "bayes": bayes, "excess": nll - bayes, "bound": pinsker_bound(nll - bayes),
+        "ece": before["ece"], "control": before["control"], "gap": before["gap"], "over": overconfidence(probs, y),
+        "temperature": t, "log_temperature": math.log(t), "nll_scaled": float(F.cross_entropy(z / t, y)),
+        "ece_scaled": after["ece"], "control_scaled": after["control"], "gap_scaled": after["gap"],
+        "over_scaled": overconfidence(scaled, y), "positions": len(y),
+        "reliability": before["reliability"], "reliability_scaled": after["reliability"],
     }
 
 
-def bigram_limit(source: MarkovSource, sequences: np.ndarray) -> float:
-    """The lowest NLL a model of the previous token alone can reach on sequences (N, L): the mean of
-    -log P(s_t | s_{t-1}) under the chain's stationary distribution, -log P(s_0) at position 0."""
-    V = source.vocab_size
-    # a state is the last `order` tokens, oldest most significant: sum out all but the newest
-    joint = (source.stationary[:, None] * source.transition).reshape(-1, V, V).sum(0)  # (V, V): P(s_{t-1}, s_t)
-    gram = joint.sum(1)  # (V,): the stationary marginal of one token
-    logp = np.log(joint / joint.sum(1, keepdims=True))  # (V, V): log P(s_t | s_{t-1})
-    first = np.log(gram)[sequences[:, 0]]  # (N,)
-    rest = logp[sequences[:, :-1], sequences[:, 1:]]  # (N, L - 1)
-    return float(-(first.sum() + rest.sum()) / sequences.size)
+KEYS = ("nll", "bayes", "excess", "bound", "ece", "control", "gap", "over", "temperature", "log_temperature",
+        "nll_scaled", "ece_scaled", "control_scaled", "gap_scaled", "over_scaled")
 
 
-def mean_of(results: list[dict], key: str) -> float:
-    return float(np.mean([r[key] for r in results]))
+def per_seed(points: list[list[dict]], key: str, at: int) -> list[float]:
+    """One value per seed at point `at` of the path."""
+    return [p[at][key] for p in points]
 
 
-def interval(results: list[dict], key: str) -> str:
-    return str(estimate([r[key] for r in results]))
+def decide(report: Report, points: list[list[dict]], seeds: list[int], steps: tuple[int, ...]) -> None:
+    def est(values, name):
+        return estimate(values, CRITERIA[name].bounds)
+
+    excess = [estimate(per_seed(points, "excess", j)) for j in range(len(steps))]
+    falls = [p[0]["gap"] - p[-1]["gap"] for p in points]
+    report.check("gap_falls", falls, seeds, seen=(
+        f"{est(falls, 'gap_falls')}: gap {np.mean(per_seed(points, 'gap', 0)):.4f} at excess NLL "
+        f"{excess[0].mean:.3f} ({steps[0]} steps) → {np.mean(per_seed(points, 'gap', -1)):.4f} at "
+        f"{excess[-1].mean:.3f} ({steps[-1]} steps)"))
+    last = per_seed(points, "gap", -1)
+    report.check("gap_small", last, seeds, seen=(
+        f"{est(last, 'gap_small')} at excess NLL {excess[-1]} nats; ECE {np.mean(per_seed(points, 'ece', -1)):.4f}, "
+        f"control {np.mean(per_seed(points, 'control', -1)):.4f}; over-confidence "
+        f"{estimate(per_seed(points, 'over', -1))}"))
+    log_t = per_seed(points, "log_temperature", -1)
+    report.check("temperature", log_t, seeds, seen=(
+        f"log T {est(log_t, 'temperature')}, T {np.mean(per_seed(points, 'temperature', -1)):.4f}; gap after "
+        f"scaling {np.mean(per_seed(points, 'gap_scaled', -1)):.4f}"))
 
 
-def describe(report: Report, results: dict, lrs: dict, sweeps: dict, seeds: list[int]) -> None:
-    keys = ("nll", "bayes", "limit", "train_nll", "ece", "floor", "floor_sd", "ratio", "temperature", "nll_scaled",
-            "ece_scaled", "ratio_scaled")
-    for rung, rs in results.items():
-        for key in keys:
-            report.number(f"{rung}.{key}", [r[key] for r in rs])
-        report.number(f"{rung}.reliability", [r["reliability"] for r in rs])
-        report.number(f"{rung}.lr", lrs[rung])
-        if rung in sweeps:
-            report.number(f"{rung}.sweep", {f"{lr:g}": v for lr, v in sweeps[rung].items()})
+def describe(report: Report, points: list[list[dict]], seeds: list[int], steps: tuple[int, ...], lr: float) -> None:
+    for key in KEYS:
+        report.number(key, [[p[key] for p in seed_points] for seed_points in points])  # [seed][point]
     report.number("seeds", seeds)
-    report.number("positions", results["bigram"][0]["positions"])
+    report.number("steps", list(steps))
+    report.number("learning_rate", lr)
+    report.number("positions", points[0][0]["positions"])
+    report.number("reliability", [[p["reliability"] for p in seed_points] for seed_points in points])
+    report.number("reliability_scaled", [[p["reliability_scaled"] for p in seed_points] for seed_points in points])
+
+    def mean(key: str, j: int) -> float:
+        return float(np.mean(per_seed(points, key, j)))
+
     report.table(
-        ["rung", "learning rate", "train NLL", "test NLL", "the rung's limit", "excess over it", "Bayes NLL", "ECE",
-         "noise floor", "ECE / floor"],
-        [[RUNGS[rung], lrs[rung], mean_of(rs, "train_nll"), mean_of(rs, "nll"), mean_of(rs, "limit"),
-          mean_of(rs, "nll") - mean_of(rs, "limit"), mean_of(rs, "bayes"), mean_of(rs, "ece"), mean_of(rs, "floor"),
-          mean_of(rs, "ratio")] for rung, rs in results.items()],
-        title=f"Each rung on the test positions, mean over {len(seeds)} seeds (NLL in nats/token)",
-    )
-    for rung, rs in results.items():
-        report.number(f"{rung}.excess_nll", [r["nll"] - r["limit"] for r in rs])
-    report.note("The rung's limit is the lowest test NLL its context allows: the chain's Bayes NLL for the MLP (its "
-                f"window of 4 covers the order-{ORDER} chain) and the Transformer, and for the bigram the NLL of the "
-                "chain's own P(next | previous token) (`bigram_limit`). A small excess over it is what 'near "
-                "convergence' means here.")
-    report.table(
-        ["rung", "fitted T", "test NLL at T = 1", "at fitted T", "change", "ECE at T = 1", "at fitted T",
-         "ECE / floor at fitted T"],
-        [[RUNGS[rung], mean_of(rs, "temperature"), mean_of(rs, "nll"), mean_of(rs, "nll_scaled"),
-          mean_of(rs, "nll_scaled") - mean_of(rs, "nll"), mean_of(rs, "ece"), mean_of(rs, "ece_scaled"),
-          mean_of(rs, "ratio_scaled")] for rung, rs in results.items()],
-        title="Temperature scaling: T fitted on the validation split, applied to the test split (mean over seeds)",
-    )
-    report.note("With 95% intervals over seeds: " + "; ".join(
-        f"{RUNGS[rung]}: fitted T {interval(rs, 'temperature')}, ECE {interval(rs, 'ece')}, noise floor "
-        f"{interval(rs, 'floor')} (its scatter between control draws: sd {mean_of(rs, 'floor_sd'):.4f})"
-        for rung, rs in results.items()) + ".")
-    if sweeps:
-        report.table(["rung"] + [f"lr {i + 1}" for i in range(3)] + ["validation NLL 1", "2", "3", "chosen"],
-                     [[RUNGS[rung], *sweep_, *sweeps[rung].values(), lrs[rung]]
-                      for rung, sweep_ in ((r, list(sweeps[r])) for r in RUNGS)],
-                     title=f"Learning-rate sweep on the validation split of seed {seeds[0]}")
-    report.figure("reliability", plot(results),
-                  f"Reliability diagrams of each rung on seed {seeds[0]}'s test positions (bars: accuracy per "
-                  "confidence bin, grey: share of positions), and each rung's ECE in units of the noise floor per seed "
-                  "(the criterion: below 2).")
+        ["steps", "test NLL", "Bayes NLL", "excess NLL", "sqrt(excess / 2)", "ECE", "control ECE", "ECE gap",
+         "over-confidence", "fitted T", "ECE gap at fitted T"],
+        [[n, mean("nll", j), mean("bayes", j), mean("excess", j), mean("bound", j), mean("ece", j), mean("control", j),
+          mean("gap", j), mean("over", j), mean("temperature", j), mean("gap_scaled", j)]
+         for j, n in enumerate(steps)],
+        title=f"The path on the same {points[0][0]['positions']:,} test positions, mean over {len(seeds)} seeds "
+              "(NLL in nats/token)")
+    report.note("sqrt(excess / 2) is Pinsker's bound on the true ECE at that excess NLL (module docstring): the most "
+                "miscalibration the likelihood leaves room for. Over-confidence is mean top-1 confidence minus "
+                "accuracy (> 0 over-confident, < 0 under-confident). With 95% intervals over seeds: " + "; ".join(
+                    f"{n} steps: excess NLL {estimate(per_seed(points, 'excess', j))}, ECE gap "
+                    f"{estimate(per_seed(points, 'gap', j))}, over-confidence {estimate(per_seed(points, 'over', j))}, "
+                    f"fitted T {estimate(per_seed(points, 'temperature', j))}" for j, n in enumerate(steps)) + ".")
+    report.figure("path", plot_path(points, steps),
+                  "Left: each seed's ECE gap against its excess NLL along the path (grey lines; means in colour, one "
+                  "per budget), with gap_small's bar (one point of probability). Right: the temperature fitted on "
+                  "validation at each point, with the band |log T| < 0.05.")
+    report.figure("reliability", plot_reliability(points[0], steps),
+                  f"Reliability diagrams on seed {seeds[0]}'s test positions at the least- and the most-trained point "
+                  "(rows), before and after temperature scaling (columns); bars: accuracy per confidence bin, grey: "
+                  "share of positions.")
 
 
-def plot(results: dict) -> plt.Figure:
-    fig, axes = plt.subplots(1, len(results) + 1, figsize=(4 * (len(results) + 1), 4), layout="constrained")
+def plot_path(points: list[list[dict]], steps: tuple[int, ...]) -> plt.Figure:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    excess = np.array([[p["excess"] for p in seed_points] for seed_points in points])  # (S, P)
+    for ax, key, label in ((axes[0], "gap", "ECE gap (ECE − control ECE)"), (axes[1], "temperature", "fitted T")):
+        values = np.array([[p[key] for p in seed_points] for seed_points in points])  # (S, P)
+        for x, v in zip(excess, values):
+            ax.plot(x, v, "-", color="grey", lw=0.8, alpha=0.6)
+        for j, n in enumerate(steps):
+            ax.plot(excess[:, j], values[:, j], "o", color=f"C{j}", ms=4, alpha=0.6)
+            ax.plot(excess[:, j].mean(), values[:, j].mean(), "D", color=f"C{j}", ms=9, mec="k", label=f"{n} steps")
+        if excess.min() > 0:
+            ax.set_xscale("log")
+        ax.set(xlabel="excess NLL over the Bayes limit (nats/token)", ylabel=label)
+    axes[0].axhline(0, color="grey", ls=":", lw=1)
+    axes[0].axhline(CRITERIA["gap_small"].floor, color="r", ls="--", lw=1, label="gap_small's bar")
+    axes[0].set_title("Calibration along the likelihood's path")
+    band = CRITERIA["temperature"].floor
+    axes[1].axhspan(math.exp(-band), math.exp(band), color="green", alpha=0.15, label="|log T| < 0.05")
+    axes[1].axhline(1, color="grey", ls=":", lw=1)
+    axes[1].set_title("Temperature fitted on validation")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def plot_reliability(seed_points: list[dict], steps: tuple[int, ...]) -> plt.Figure:
+    fig, axes = plt.subplots(2, 2, figsize=(8, 8), layout="constrained")
     centers = [(i + 0.5) / N_BINS for i in range(N_BINS)]
-    for ax, (rung, rs) in zip(axes, results.items()):
-        c = rs[0]["reliability"]
-        ax.bar(centers, [0.0 if math.isnan(a) else a for a in c["accuracy"]], width=1 / N_BINS, edgecolor="k",
-               lw=0.4, alpha=0.8, label="accuracy")
-        ax.bar(centers, [n / c["n"] for n in c["counts"]], width=1 / N_BINS, color="grey", alpha=0.4,
-               label="share of positions")
-        ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
-        ax.set_title(f"{RUNGS[rung]}: ECE {c['ece']:.4f}, floor {rs[0]['floor']:.4f}")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("confidence (top probability)")
-        ax.set_ylabel("accuracy")
-        ax.legend(fontsize=8, loc="upper left")
-    ax = axes[-1]
-    for i, (rung, rs) in enumerate(results.items()):
-        ax.scatter([i] * len(rs), [r["ratio"] for r in rs], label=RUNGS[rung])
-    ax.axhline(1, color="grey", ls=":", lw=1, label="the floor")
-    ax.axhline(2, color="r", ls="--", lw=1, label="criterion")
-    ax.set_xticks(range(len(results)), [RUNGS[r] for r in results])
-    ax.set_ylabel("ECE / noise floor")
-    ax.set_ylim(bottom=0)
-    ax.set_title("Each seed's ECE in units of the floor")
-    ax.legend(fontsize=8)
+    for row, j in enumerate((0, len(steps) - 1)):
+        p = seed_points[j]
+        for col, (key, when) in enumerate((("reliability", "T = 1"), ("reliability_scaled", f"T = {p['temperature']:.3f}"))):
+            ax, c = axes[row, col], p[key]
+            ax.bar(centers, [0.0 if math.isnan(a) else a for a in c["accuracy"]], width=1 / N_BINS, edgecolor="k",
+                   lw=0.4, alpha=0.8, label="accuracy")
+            ax.bar(centers, [n / c["n"] for n in c["counts"]], width=1 / N_BINS, color="grey", alpha=0.4,
+                   label="share of positions")
+            ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
+            gap = p["gap"] if col == 0 else p["gap_scaled"]
+            ax.set_title(f"{steps[j]} steps, {when}: ECE {c['ece']:.4f}, gap {gap:.4f}", fontsize=9)
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (top probability)", ylabel="accuracy")
+            ax.legend(fontsize=8, loc="upper left")
     return fig
