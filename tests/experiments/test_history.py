@@ -3,6 +3,7 @@ claim is an exact identity, every floor says why, and the registered fingerprint
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 from pathlib import Path
@@ -27,6 +28,11 @@ def test_no_criterion_changes_without_a_history_row(name):
 def test_each_experiment_declares_its_plan_and_floors(name):
     module = load(name)
     assert module.CRITERIA, name
+    assert isinstance(module.HYPOTHESIS, str) and len(module.HYPOTHESIS) > 40, f"{name}: HYPOTHESIS"
+    assert isinstance(module.BUDGET, dict) and isinstance(module.GRID, dict), f"{name}: BUDGET and GRID are dicts"
+    assert all(len(v) >= 2 for v in module.GRID.values()), f"{name}: a tuning grid needs two values or more"
+    if hasattr(module, "BUDGETS"):  # a comparative claim: half, one and twice the training budget
+        assert tuple(module.BUDGETS) == (0.5, 1.0, 2.0) and "budget" in inspect.signature(module.run).parameters
     for key, c in module.CRITERIA.items():
         assert c.floor != 0 or c.identity, f"{name}.{key}: a floor of 0 is only for an exact identity"
         assert len(c.why) > 20, f"{name}.{key}: its floor's reason is missing"
