@@ -70,3 +70,20 @@ def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
     assert (out / "attention-as-regression" / "report.json").is_file() and (out / "index.md").is_file()
     code, _, err = cli("experiment", "all", "--quick", "--out", out, "--resume", "--overwrite")
     assert_one_line_error(code, err, "--resume", "--overwrite")
+
+
+def test_two_runs_compare_check_by_check(tmp_path):
+    from redthread.experiments.compare import compare, load_run, main
+
+    def report(value, verdict):
+        return {"verdict": verdict, "checks": [{"name": "gap", "verdict": verdict, "sets": [
+            {"value": value}, {"value": 0.5}]}]}
+
+    for run, value, verdict in (("r1", 0.25, "holds"), ("r2", 0.2500001, "inconclusive (does not replicate)")):
+        (tmp_path / run / "toy").mkdir(parents=True)
+        (tmp_path / run / "toy" / "report.json").write_text(json.dumps(report(value, verdict)))
+    text, counts = compare(load_run(tmp_path / "r1"), load_run(tmp_path / "r2"))
+    assert counts == {"values": 2, "identical": 1, "verdicts": 1, "same verdict": 0, "experiments": 1,
+                      "same claim verdict": 0}
+    assert "| toy | gap | A | 0.25 | 0.25 | 1e-07 | **holds** |" in text and "identical" in text
+    assert main([str(tmp_path / "r1"), str(tmp_path / "nope")]) == 2
