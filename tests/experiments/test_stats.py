@@ -224,3 +224,11 @@ def test_quick_reports_carry_no_verdict(toy_criteria, tmp_path):
     r.write(tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert md.splitlines()[0].startswith("**Smoke test (--quick)") and "holds" not in md.split("## Results")[0]
+
+
+def test_a_seedless_experiment_says_its_two_sets_are_no_replication(toy_criteria):
+    same = [_run([0.5, 0.6, 0.55], [0.3, 0.35, 0.32], 0) for _ in range(2)]
+    text = " ".join(merge({(1.0, 0): same[0], (1.0, 100): same[1]}, (1.0,), [0, 100]).replication)
+    assert "no replication" in text
+    a, b = _run([0.5, 0.6, 0.55], [0.3, 0.35, 0.32], 0), _run([0.5, 0.61, 0.55], [0.3, 0.35, 0.32], 100)
+    assert "no replication" not in " ".join(merge({(1.0, 0): a, (1.0, 100): b}, (1.0,), [0, 100]).replication)

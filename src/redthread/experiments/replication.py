@@ -110,6 +110,11 @@ def _summary(report: Report, budgets: tuple[float, ...], set_seeds: list[int]) -
     lines = [f"Two independent seed sets: A starts at seed {set_seeds[0]}, B at seed {set_seeds[1]} (disjoint seeds, "
              "fresh initialisations and data draws; each set tuned on its own seed that enters no verdict). A check "
              "holds or does not hold only where both sets reach that verdict."]
+    if all(len({m.estimate.mean for m in c.sets}) == 1 and len({m.estimate.interval and tuple(m.estimate.interval)
+                                                                for m in c.sets}) == 1 for c in report.checks):
+        lines[0] += (" Here both sets measured exactly the same values: nothing in this experiment depends on the seed "
+                     "(a pretrained model, fixed items, exact quantities), so their agreement is no replication; "
+                     "the intervals are over its items, not over seeds.")
     if len(budgets) > 1:
         lines[0] += (f" A comparative claim is measured at {', '.join(f'{b:g}' for b in budgets)} times the training "
                      "budget and holds only where it holds at every budget.")
