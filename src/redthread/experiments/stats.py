@@ -116,7 +116,7 @@ class Estimate:
     def __str__(self) -> str:
         if self.lo is None:
             return f"{self.mean:.4g}"
-        unit = "seeds" if self.kind == "t" else "trials"
+        unit = "values" if self.kind == "t" else "trials"  # values: seeds, or items where an experiment says so
         return f"{self.mean:.4g} [{self.lo:.4g}, {self.hi:.4g}] ({self.n} {unit})"
 
 
