@@ -32,24 +32,13 @@ from redthread.models.ngram import NGramConfig, NGramLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train.language_model import train_language_model
 from redthread.train.loop import TrainConfig, evaluate, make_optimizer, resolve_device
+from redthread.train.recipe import ADAMW, MODEL, TRAIN, training_recipe  # noqa: F401 (the demo trains the speedrun's recipe)
 from redthread.train.run_folder import RunFolder
 
-# the speedrun's recipe (benchmarks/speedrun.py, docs/benchmarks.md): on a CPU budget of minutes, a
-# small model that takes many steps learns most; Muon moves its matrices further per step, and the
-# rsqrt schedule settles the weights early while leaving the rest of the budget to learn.
-MODEL = dict(n_layer=2, n_head=4, d_model=64, block_size=128, dropout=0.0, pos="rope")
-TRAIN = dict(batch_size=24, lr=0.05, min_lr=2e-4, warmup_frac=0.005, schedule="rsqrt", cooldown_frac=0.2,
-             optimizer="muon", eval_interval=10**9, eval_batches=10, log_interval=10)
-ADAMW = dict(optimizer="adamw", lr=1e-2)  # where torch is older than 2.9 and has no torch.optim.Muon
 SCORING_SHARE = 0.12  # of the budget, at most, for scoring the Transformer on validation text
 SAMPLE_TOKENS = 240
 COUNTING_S = 2.0  # about what counting both baselines over the training split takes
 SPEAKERS = ("ROMEO.", "JULIET.", "HAMLET.")  # each sample starts as a speech of one of them
-
-
-def training_recipe() -> dict:
-    """The demo's TrainConfig fields: the speedrun's recipe, with AdamW where torch has no Muon."""
-    return {**TRAIN, **({} if hasattr(torch.optim, "Muon") else ADAMW)}
 
 
 def measure_speed(vocab_size: int, device: torch.device, train: dict) -> tuple[float, float, float]:

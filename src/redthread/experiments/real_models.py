@@ -2,7 +2,7 @@
 on toy chains. Two models:
 
 (a) character Transformers trained on Shakespeare's plays (the shipped corpus, `load_splits(None)`)
-    with the speedrun's recipe (`redthread.commands.demo`: 2 layers, 4 heads, d_model 64, context
+    with the speedrun's recipe (`redthread.train.recipe`, as the demo trains it: 2 layers, 4 heads, d_model 64, context
     128, rotary positions, Muon, the rsqrt schedule on the clock; docs/benchmarks.md), one model per
     verdict seed, each trained for BUDGET["minutes"] of one CPU thread; beside each, the same
     architecture with no positions (pos="none"), same seed, recipe and budget: the control for C8;
@@ -68,8 +68,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from redthread.commands.demo import MODEL as RECIPE_MODEL
-from redthread.commands.demo import training_recipe
 from redthread.data.dataset import TokenSplit
 from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
@@ -85,6 +83,8 @@ from redthread.interop.huggingface import resolve_pretrained
 from redthread.models.transformer import TransformerConfig, TransformerLM, softcap
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
+from redthread.train.recipe import MODEL as RECIPE_MODEL
+from redthread.train.recipe import training_recipe
 from redthread.viz.inspector import load_inspector
 from redthread.viz.record import record_attention
 
