@@ -158,7 +158,7 @@ def interrupt(training: Training, run: Path, saved: int, sig: signal.Signals, rn
     """Send `sig` at a moment drawn from `rng`: soon after the model is built, a little after the log
     line of an evaluation still to come after step `saved` (while its checkpoint is written, or in
     the next steps), or the moment that evaluation's checkpoint write is seen under way. True if
-    the signal reached a live process."""
+    the signal reached a live process whose training loop had not yet logged its last step."""
     moment = rng.choice(MOMENTS)
     evaluations = range(saved + 2, MAX_ITERS, 2)  # the --eval-interval 2 steps still to come, but the last
     target = f"step {rng.choice(evaluations)}:" if evaluations else STARTED
@@ -171,8 +171,8 @@ def interrupt(training: Training, run: Path, saved: int, sig: signal.Signals, rn
             time.sleep(rng.uniform(0, 0.3))
         else:
             wait_for(training, lambda: write_in_progress(run), poll=0, timeout=10)  # the write lasts milliseconds
-    if training.process.poll() is not None:
-        return False
+    if training.process.poll() is not None or f"step {MAX_ITERS}:" in training.output():
+        return False  # the process has ended, or its loop has: a signal now would test nothing (a fast run gets here)
     training.process.send_signal(sig)
     return True
 
