@@ -38,6 +38,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from redthread.data.tensors import TensorSplits
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
@@ -191,7 +192,7 @@ class FirstTokenClassifier(nn.Module):
         return self.head(self.encoder(idx)[:, 0])  # (B, T, C) -> (B, C) -> (B, V)
 
 
-class FirstTokenData:
+class FirstTokenData(TensorSplits):
     """[CLS, s_1 .. s_T] -> s_1, with s_i uniform over VOCAB symbols; a data source for the training loop."""
 
     def __init__(self, n_train: int, n_val: int, seed: int):
@@ -201,21 +202,6 @@ class FirstTokenData:
             seqs = torch.randint(VOCAB, (n, LENGTH), generator=g)  # (N, T)
             cls = torch.full((n, 1), VOCAB)  # (N, 1): the CLS token
             self.splits[name] = (torch.cat([cls, seqs], 1), seqs[:, 0])  # (N, T + 1), (N,)
-
-    def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        x, y = self.splits[split]
-        i = torch.randint(len(x), (batch_size,), generator=generator)  # (B,)
-        return x[i], y[i]
-
-    def eval_batches(self, split: str, batch_size: int, max_batches: int | None = None):
-        x, y = self.splits[split]
-        for b, start in enumerate(range(0, len(x), batch_size)):
-            if max_batches is not None and b >= max_batches:
-                return
-            yield x[start : start + batch_size], y[start : start + batch_size]
-
-    def tokens_per_char(self, split: str) -> None:
-        return None
 
     def multiset_bound(self, split: str = "val") -> tuple[float, float]:
         """The best accuracy and NLL of any order-blind predictor: P(s_1 = v | multiset) = count(v) / T."""

@@ -53,6 +53,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.data.targets import IGNORE_INDEX
+from redthread.data.tensors import TensorSplits
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
@@ -146,26 +147,12 @@ def select(items: dict[str, Tensor], idx) -> dict[str, Tensor]:
     return {k: v[idx] for k, v in items.items()}
 
 
-class ReferentData:
+class ReferentData(TensorSplits):
     """The task as a data source for the training loop: fixed train and val items."""
 
     def __init__(self, n_train: int, n_val: int, seed: int):
-        self.splits = {"train": make_items(n_train, seed), "val": make_items(n_val, seed + 1_000_003)}
-
-    def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        s = self.splits[split]
-        i = torch.randint(len(s["x"]), (batch_size,), generator=generator)  # (B,)
-        return s["x"][i], s["y"][i]
-
-    def eval_batches(self, split: str, batch_size: int, max_batches: int | None = None):
-        s = self.splits[split]
-        for b, start in enumerate(range(0, len(s["x"]), batch_size)):
-            if max_batches is not None and b >= max_batches:
-                return
-            yield s["x"][start : start + batch_size], s["y"][start : start + batch_size]
-
-    def tokens_per_char(self, split: str) -> None:
-        return None
+        items = {"train": make_items(n_train, seed), "val": make_items(n_val, seed + 1_000_003)}
+        self.splits = {name: (s["x"], s["y"]) for name, s in items.items()}  # (N, T) inputs, (N, T) targets
 
 
 def train_model(data: ReferentData, steps: int, lr: float, seed: int) -> TransformerLM:

@@ -55,6 +55,7 @@ import torch
 from torch import Tensor, nn
 
 from redthread.data.targets import IGNORE_INDEX
+from redthread.data.tensors import TensorSplits
 from redthread.experiments import one_thread
 from redthread.experiments.criteria import ABOVE, BELOW, WITHIN, Criterion
 from redthread.experiments.long_range import init_recurrent
@@ -225,7 +226,7 @@ def share_above_one(ratios: list[float]) -> float:
     return sum(r > 1 for r in ratios) / len(ratios)
 
 
-class FirstItemData:
+class FirstItemData(TensorSplits):
     """The equal-view task, a data source for the training loop: [item, f_1, ..., f_{T-1}] -> the item at every t >= 1.
 
     The item is one of N_ITEMS tokens, the fillers are drawn from N_FILLERS others, all uniform. Position t's
@@ -244,21 +245,6 @@ class FirstItemData:
             y = item[:, None].repeat(1, length)  # (N, T): the item at every position ...
             y[:, 0] = IGNORE_INDEX  # ... but the first, where it is the input itself
             self.splits[name] = (x, y)
-
-    def batch(self, split: str, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        x, y = self.splits[split]
-        i = torch.randint(len(x), (batch_size,), generator=generator)  # (B,)
-        return x[i], y[i]  # (B, T), (B, T)
-
-    def eval_batches(self, split: str, batch_size: int, max_batches: int | None = None):
-        x, y = self.splits[split]
-        for b, start in enumerate(range(0, len(x), batch_size)):
-            if max_batches is not None and b >= max_batches:
-                return
-            yield x[start : start + batch_size], y[start : start + batch_size]
-
-    def tokens_per_char(self, split: str) -> None:
-        return None
 
 
 @torch.no_grad()
