@@ -27,8 +27,10 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import zmq
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
+from traitlets.config import Config
 
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "docs" / "tour"
@@ -59,13 +61,23 @@ def kernel_env() -> dict:
     return env
 
 
+def kernel_config() -> Config:
+    """The kernel manager's settings: CurveZMQ keys for the kernel's sockets where libzmq has them.
+
+    ipykernel 7 warns on every start of a kernel whose TCP sockets are unencrypted (one warning per chapter);
+    jupyter_client (8.10 on) provisions keys when asked and the kernelspec declares "curve", which ipykernel's does.
+    """
+    return Config({"KernelManager": {"transport_encryption": "auto" if zmq.has("curve") else "disabled"}})
+
+
 def execute(chapter: Path, timeout: float = CHAPTER_TIMEOUT) -> nbformat.NotebookNode:
     """Run a chapter top to bottom in a fresh python3 kernel, in a temporary folder; the notebook with outputs."""
     chapter = Path(chapter)
     nb = jupytext.read(chapter)
     deadline = time.monotonic() + timeout
     with tempfile.TemporaryDirectory(prefix="redthread-tour-") as cwd:
-        client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": cwd}})
+        client = NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": cwd}},
+                                config=kernel_config())
         with client.setup_kernel(env=kernel_env()):
             info = client.wait_for_reply(client.kc.kernel_info())
             nb.metadata["language_info"] = info["content"]["language_info"]

@@ -16,13 +16,15 @@ def chapter(tmp_path, code: str):
     return path
 
 
-def test_the_kernel_imports_this_checkout_and_draws_inline(tmp_path, monkeypatch):
+def test_the_kernel_imports_this_checkout_and_draws_inline(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("MPLBACKEND", "Agg")  # as when the chapters run as scripts; the kernel must not inherit it
     nb = build_tour.execute(chapter(tmp_path, "import matplotlib.pyplot as plt\nimport redthread\n"
                                                "print(redthread.__file__)\nplt.plot([0, 1])\nplt.show()"))
     outputs = nb.cells[-1].outputs
     assert outputs[0].text.strip() == str(REPO / "src" / "redthread" / "__init__.py")
     assert any("image/png" in o.get("data", {}) for o in outputs)
+    # the kernel writes to this process's stderr: no warning per chapter (ipykernel's on unencrypted TCP sockets)
+    assert "WARNING" not in capfd.readouterr().err
 
 
 def test_each_language_keeps_its_own_markdown_and_every_code_cell(tmp_path):
