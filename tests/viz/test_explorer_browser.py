@@ -341,3 +341,51 @@ def test_a_page_without_vectors_has_no_neuron_view(opened):
     p.page.click("#head-svg .tok.q[data-i='3']")  # the head view works as before
     assert p.view("focus") == "q:3"
     p.assert_clean()
+
+
+# the model view's thumbnails in view: inside the frame's window, the side column's box and the grid's own box
+THUMBS_IN_VIEW = """() => {
+  const boxes = ['#side', '#thumbs'].map(s => document.querySelector(s).getBoundingClientRect());
+  return [...document.querySelectorAll('#thumbs canvas')].filter(c => {
+    const r = c.getBoundingClientRect();
+    return r.height >= 14 && r.bottom <= window.innerHeight + 1
+      && boxes.every(b => r.top >= b.top - 1 && r.bottom <= b.bottom + 1);
+  }).map(c => `${c.dataset.layer}:${c.dataset.head}`);
+}"""
+
+
+@pytest.mark.parametrize("n_layer", [4, 12])
+def test_an_inline_explorer_never_clips_the_model_grid(browser, tmp_path, n_layer):
+    """rt.show_attention's frame, as a notebook shows it, for a model with query and key vectors (the neuron view
+    below the grid): 4 layers x 4 heads are all in view at once; 12 layers are all reachable by scrolling the side
+    column, a row at a time, and none is ever squashed out of sight."""
+    import torch
+
+    import redthread as rt
+    from redthread.data.tokenizers import CharTokenizer
+
+    tok = CharTokenizer.from_text("the cat sat on the mat")
+    torch.manual_seed(1)
+    model = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=n_layer, n_head=4,
+                                                  d_model=16))
+    view = rt.show_attention(model, "the cat sat", tokenizer=tok)
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!doctype html><html><body style='width: 900px'>{view._repr_html_()}</body></html>", encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(host.as_uri())
+        frame = page.locator("iframe").element_handle().content_frame()
+        frame.wait_for_selector("body[data-ready='1']", timeout=10_000)
+        every = {f"{layer}:{head}" for layer in range(n_layer) for head in range(4)}
+        seen = set(frame.evaluate(THUMBS_IN_VIEW))
+        if n_layer == 4:
+            assert seen == every
+        for layer in range(n_layer):  # scrolled to, each layer's row comes into view whole
+            frame.locator(f"#thumbs canvas[data-layer='{layer}'][data-head='3']").scroll_into_view_if_needed()
+            seen |= set(frame.evaluate(THUMBS_IN_VIEW))
+        assert seen == every
+        frame.click(f"#thumbs canvas[data-layer='{n_layer - 1}'][data-head='3']")  # and the last one still selects its head
+        assert frame.get_attribute(f"#thumbs canvas[data-layer='{n_layer - 1}'][data-head='3']", "class") == "selected"
+    finally:
+        context.close()

@@ -130,15 +130,18 @@ def show_next_token(model_or_path, text: str, *, tokenizer=None, top_k: int | No
 
 def explorer_height(payload: dict) -> int:
     """An iframe height (px) that shows the explorer of this payload whole, up to MAX_HEIGHT: the header and
-    controls, then the taller of the head view (20 px a token, an image ~190 px wide) and the model view."""
+    controls, then the taller of the head view (20 px a token, an image ~190 px wide) and the side column: the
+    model view (48 px a layer: every layer's row is shown, never clipped) above the neuron view (~210 px, when
+    the payload carries query and key vectors). Past MAX_HEIGHT the side column scrolls inside the frame."""
     rows = 0
     for tab in payload["tabs"]:
         image = tab.get("image")
         keys = len(tab["keys"]) if image is None else image["offset"] + 10 * image["grid"][0] / image["grid"][1]
         rows = max(rows, len(tab["queries"]), keys)
-    layers = len(payload["tabs"][0]["weights"])
+    layers = max(len(tab["weights"]) for tab in payload["tabs"])
+    neuron = 210 if any("vectors" in tab for tab in payload["tabs"]) else 0
     top = 150 + 30 * bool(payload["notice"])
-    return int(min(MAX_HEIGHT, top + max(16 + 20 * rows, 40 + 48 * layers)))
+    return int(min(MAX_HEIGHT, top + max(16 + 20 * rows, 40 + 48 * layers + neuron)))
 
 
 # --- the next-token page ---------------------------------------------------------------------
