@@ -253,3 +253,42 @@ def test_compare_gives_each_rung_its_next_token_distribution_side_by_side(client
         assert len(ps) == 5 and ps == sorted(ps, reverse=True) and sum(ps) <= 1 + 1e-6 and a["entropy"] > 0
         alone = client.post("/api/next", json={"model": name, "text": TEXT, "candidates": 5}).json()
         assert [c["p"] for c in alone["candidates"]] == pytest.approx(ps) and alone["entropy"] == pytest.approx(a["entropy"])
+
+
+@pytest.mark.parametrize("settings", [{}, {"temperature": 0.5}, {"temperature": 1.7, "top_k": 3}, {"top_p": 0.6},
+                                      {"temperature": 0}])
+def test_next_token_gives_the_models_entropy_and_the_sampled_distributions(client, runs, settings):
+    """Both entropies by hand from the model's logits: the model's -sum p log p, and that of softmax(logits / T)
+    cut by top-k (the k largest) or top-p (the smallest head of the sorted list holding p) and renormalised."""
+    from redthread.train.checkpoint import read_checkpoint
+
+    ckpt = read_checkpoint(runs / "tiny")
+    model = ckpt.model.eval()
+    idx = torch.tensor([ckpt.tokenizer.encode(TEXT)])  # (1, T)
+    with torch.no_grad():
+        logits = model(idx)[0, -1].double()  # (V,)
+    p = logits.softmax(-1).numpy()
+    T = settings.get("temperature", 1.0)
+    if T == 0:
+        q = np.eye(len(p))[p.argmax()]  # greedy: all the mass on the most probable token
+    else:
+        q = (logits / T).softmax(-1).numpy()
+        order = np.argsort(-q)
+        keep = np.zeros(len(q), dtype=bool)
+        if "top_k" in settings:
+            keep[order[: settings["top_k"]]] = True
+        elif "top_p" in settings:
+            before = np.cumsum(q[order]) - q[order]  # the mass ahead of each token in the sorted list
+            keep[order[before < settings["top_p"]]] = True
+        else:
+            keep[:] = True
+        q = np.where(keep, q, 0) / q[keep].sum()
+    entropy = -(p * np.log(p)).sum()
+    entropy_sample = -sum(x * np.log(x) for x in q if x > 0)
+    body = client.post("/api/next", json={"model": "tiny", "text": TEXT, **settings}).json()
+    assert body["entropy"] == pytest.approx(entropy, abs=1e-5)
+    assert body["entropy_sample"] == pytest.approx(entropy_sample, abs=1e-5)
+    assert body["perplexity_sample"] == pytest.approx(np.exp(entropy_sample), rel=1e-5)
+    assert body["kept"] == int((q > 0).sum())
+    if settings:
+        assert abs(body["entropy_sample"] - body["entropy"]) > 1e-3  # the settings change what is sampled from

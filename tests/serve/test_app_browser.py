@@ -140,7 +140,9 @@ def test_app_round_trip_shows_attention_and_next_token(app):
     for row, c in zip(rows, want["candidates"]):
         assert row["p"] == pytest.approx(100 * c["p"], abs=0.051)
         assert row["ps"] == pytest.approx(100 * c["p_sample"], abs=0.051)
-    assert f"entropy {want['entropy']:.3f} nats" in app.page.text_content("#next-stats")
+    stats = app.page.text_content("#next-stats")  # the model's entropy, and the sampled distribution's
+    assert f"the model: entropy {want['entropy']:.3f} nats" in stats
+    assert f"sampled from: entropy {want['entropy_sample']:.3f} nats" in stats
     assert app.page.text_content("#kept-count") == "— no cut: all 8 tokens kept —"
     app.assert_clean()
 
@@ -161,6 +163,9 @@ def test_app_settings_move_the_cut(app):
     assert app.page.text_content("#temperature-value") == "0 greedy"
     assert app.page.text_content("#kept-count") == "— cut: 1 of 8 tokens kept —"
     assert app.rows()[0]["ps"] == 100.0
+    stats = app.page.text_content("#next-stats")  # the model's entropy stays; the sampled one is 0 when greedy
+    assert f"the model: entropy {app.next_api(TEXT)['entropy']:.3f} nats" in stats
+    assert "sampled from: entropy 0.000 nats · perplexity 1.00" in stats
     app.assert_clean()
 
 
@@ -357,8 +362,16 @@ def test_a_rung_without_attention_shows_its_next_token_and_compares_with_the_tra
     for i in range(2):
         assert columns.nth(i).locator(".row").count() == 8 and "entropy" in columns.nth(i).text_content()
     assert "no attention" in app.page.text_content("#compare-columns .rung[data-model='ladder/rungs/bigram']")
+    assert app.page.is_hidden("#compare-unreadable-box")
     app.page.click("#compare-close")
     assert app.page.is_hidden("#compare")
+    # a text with a character neither model has seen: no columns, each model listed with what it lacks
+    app.page.fill("#text-input", "to be Q")
+    app.page.click("#compare-button")
+    app.settle()
+    assert app.page.locator("#compare-columns .rung").count() == 0 and app.error() is None
+    listed = app.page.locator("#compare-unreadable li")
+    assert listed.count() == 2 and "never seen 1 character of the text: 'Q'" in listed.nth(0).text_content()
     app.assert_clean()
 
 

@@ -52,7 +52,9 @@ from starlette.exceptions import HTTPException
 
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.generate.config import SampleConfig
+from redthread.models.registry import RUNGS
 from redthread.viz.inspector import MAX_CANDIDATES, ImageInspector, Inspector, check_text, load_inspector
+from redthread.words import plural
 
 CHECKPOINT = "checkpoint.safetensors"
 MAX_LOADED = 4  # models kept in memory at once
@@ -330,7 +332,7 @@ class ModelPool:
             raise ServeError(503, f"the server is busy ({self.workers} requests running, {self.queue} waiting): "
                                   f"try again in {RETRY_AFTER} s", headers={"Retry-After": str(RETRY_AFTER)})
         try:
-            future = self.executor.submit(work)
+            future = self.executor.submit(_no_stop_iteration, work)
         except BaseException:
             self.places.release()
             raise
@@ -340,6 +342,22 @@ class ModelPool:
         except asyncio.TimeoutError:  # the wrapped future was cancelled: work that had not started never will
             raise ServeError(504, f"the request took longer than the limit of {self.time_limit:g} s: "
                                   "try a shorter text (the server goes on with other requests)") from None
+
+
+def _no_stop_iteration(work):
+    """work(), with a StopIteration it lets out turned into a RuntimeError: a future cannot carry a
+    StopIteration to asyncio (TypeError "StopIteration interacts badly with generators"), and the request
+    would wait out its whole time limit instead of getting an answer."""
+    try:
+        return work()
+    except StopIteration as e:
+        raise RuntimeError(f"StopIteration escaped the model's work: {e!r}") from e
+
+
+def ladder_place(inspector: Inspector) -> int:
+    """Where a model's column goes in a comparison: its rung's place on the ladder; models on no rung last."""
+    rungs = list(RUNGS)
+    return rungs.index(inspector.rung) if inspector.rung in rungs else len(rungs)
 
 
 class BodyLimit:
@@ -469,21 +487,34 @@ def create_app(
     @app.post("/api/compare")
     async def compare(req: CompareRequest) -> dict:
         """P(next token | the same text) from several models side by side (the ladder's rungs and
-        Transformers): each one's most probable tokens, its entropy, and whether it has attention."""
+        Transformers), in the ladder's order (unigram, n-gram, bigram, MLP, RNN, LSTM, GRU, Transformer):
+        each one's most probable tokens, its entropy, and whether it has attention. Each model reads the
+        text with its own tokenizer; those that cannot (characters their alphabet lacks) are listed
+        under `unreadable`, each with the characters it lacks, and the others are compared."""
         text = check_length(req.text)
         if len(set(req.models)) != len(req.models):
             raise ServeError(422, "models: a model is named twice")
 
         def work():
-            answers = []
+            inspectors = []
             for name in req.models:
                 inspector = text_model(name)
                 if inspector.kind != "lm":
                     raise ServeError(422, f"{name} is not a language model: it gives no next-token distribution")
+                inspectors.append(inspector)
+            answers, unreadable = [], []
+            for inspector in sorted(inspectors, key=ladder_place):  # stable: runs on one rung keep the request's order
+                about = {"model": inspector.name, "description": inspector.description, "attention": inspector.attends,
+                         "rung": inspector.rung}
+                missing = inspector.missing(text)  # each run reads the text with its own tokenizer
+                if missing:
+                    unreadable.append({**about, "missing": missing,
+                                       "error": f"its tokenizer has never seen {plural(len(missing), 'character')} of the "
+                                                f"text: {', '.join(map(repr, missing))}"})
+                    continue
                 dist = inspector.next_token(text, SampleConfig(), req.candidates)
-                answers.append({"model": name, "description": inspector.description, "attention": inspector.attends,
-                                **{k: dist[k] for k in ("candidates", "entropy", "perplexity", "vocab_size", "notice")}})
-            return {"text": text, "models": answers}
+                answers.append({**about, **{k: dist[k] for k in ("candidates", "entropy", "perplexity", "vocab_size", "notice")}})
+            return {"text": text, "models": answers, "unreadable": unreadable}
 
         return await pool.run(work)
 

@@ -29,6 +29,7 @@ from torch import nn
 
 from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
+from redthread.models.base import model_device
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
 from redthread.words import plural
@@ -45,6 +46,11 @@ def check_text(text: str, what: str = "the text") -> str:
         raise InvalidValue(f"{what} contains a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}, "
                              "which is not a character: send UTF-8 text") from None
     return text
+
+
+def nats(p: torch.Tensor) -> float:
+    """The entropy -sum p log p of a distribution, in nats (a zero probability adds nothing)."""
+    return max(0.0, float(-torch.special.xlogy(p, p).sum()))  # max: never a -0.0 (a one-hot greedy draw)
 
 
 def check_finite(tensor: torch.Tensor, what: str) -> torch.Tensor:
@@ -119,6 +125,8 @@ class Inspector:
     decode: object  # list of ids -> text
     meta: dict = field(default_factory=dict)
     attends: bool = True  # False: a ladder rung without attention (n-gram, bigram, MLP, RNN): P(next | text) only
+    vocabulary: frozenset[str] | None = None  # the characters a character-level tokenizer reads; None: any text
+    rung: str | None = None  # its place on the ladder (models/registry.py's RUNGS): "unigram", ..., "transformer"
 
     def tokens(self, text: str) -> Tokens:
         """The text as tokens, cut to the context: a language model keeps the end (what it would
@@ -138,7 +146,14 @@ class Inspector:
         return toks.cut(0, C, f"the text is {n} tokens, longer than the context ({C}): kept the first {C}")
 
     def _device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        """Where the model's tensors are: its parameters', else its buffers' (the counting rungs, unigram and
+        n-gram, have only buffers), else the CPU."""
+        return model_device(self.model)
+
+    def missing(self, text: str) -> list[str]:
+        """The characters of the text that this model's tokenizer cannot read, in order of first appearance
+        (none for a byte-level BPE, which reads any text)."""
+        return [] if self.vocabulary is None else [c for c in dict.fromkeys(text) if c not in self.vocabulary]
 
     @torch.inference_mode()
     def attention(self, text: str, target: str | None = None, vectors: bool | int = False):
@@ -186,6 +201,8 @@ class Inspector:
         top-k / top-p / min-p filters, renormalised: 0 where a filter cut it) and `kept`. The
         candidates are the most probable under the model, in order; `kept` counts the tokens
         (over the whole vocabulary) that survive the filters, so the cut falls after that many.
+        `entropy` (and `perplexity`) are the model's distribution's, in nats; `entropy_sample` (and
+        `perplexity_sample`) those of the distribution sampling draws from, which the settings change.
         """
         return self._next(text, sampling or SampleConfig(), candidates)[0]
 
@@ -213,7 +230,7 @@ class Inspector:
         p = logits.softmax(-1)[0]  # (V,)
         p_sample = sampling.probabilities(logits, idx)[0]  # (V,): one-hot on the argmax when greedy
         order = p.argsort(descending=True)[: min(candidates, p.numel())]
-        entropy = -(p * p.clamp_min(1e-30).log()).sum().item()
+        entropy, entropy_sample = nats(p), nats(p_sample)
         dist = {
             "tokens": toks.labels,
             "notice": toks.notice,
@@ -224,8 +241,10 @@ class Inspector:
             ],
             "kept": int((p_sample > 0).sum()),
             "vocab_size": int(p.numel()),
-            "entropy": entropy,
+            "entropy": entropy,  # the model's distribution
             "perplexity": math.exp(entropy),
+            "entropy_sample": entropy_sample,  # the distribution sampling draws from: 0 when greedy
+            "perplexity_sample": math.exp(entropy_sample),
             "settings": {k: getattr(sampling, k) for k in ("temperature", "top_k", "top_p", "min_p")},
         }
         return dist, p_sample
@@ -280,23 +299,40 @@ def inspect_model(model: nn.Module, tokenizer, name: str = "model", rungs: bool 
     rung_model = rungs and isinstance(model, LanguageModel) and not isinstance(model, TransformerLM)
     if not rung_model and not isinstance(model, (TransformerLM, EncoderDecoder)):
         raise InvalidValue(f"{where} holds a {model_class}, which has no attention to show; attention needs a Transformer run")
+    vocabulary = None
     if isinstance(tokenizer, CharTokenizer):
-        read = char_reader(tokenizer)
+        read, vocabulary = char_reader(tokenizer), frozenset(tokenizer.chars)
     elif isinstance(tokenizer, BPETokenizer):
         read = hf_reader(tokenizer.hf_tokenizer, add_special_tokens=False)
     else:
         raise InvalidType(f"{where}: unsupported tokenizer {type(tokenizer).__name__} (a CharTokenizer or a BPETokenizer reads text)")
     cfg = model.cfg
+    place = ladder_rung(model, rung)
     at = "" if step is None else f", step {step:,}"
     meta = {} if step is None else {"step": step}
     if rung_model:  # no attention: what it conditions on, from the ladder's own names
         what = rung or model_class
         desc = f"redthread {what} rung ({model_class}), {model.num_params():,} parameters{at}"
         return Inspector(name, model, "lm", desc, cfg.block_size, read, tokenizer.decode, {**meta, "rung": what},
-                         attends=False)
+                         attends=False, vocabulary=vocabulary, rung=place)
     kind, what = ("lm", "Transformer LM") if isinstance(model, TransformerLM) else ("seq2seq", "encoder-decoder")
     desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}{at}"
-    return Inspector(name, model, kind, desc, cfg.block_size, read, tokenizer.decode, meta)
+    return Inspector(name, model, kind, desc, cfg.block_size, read, tokenizer.decode, meta, vocabulary=vocabulary,
+                     rung=place)
+
+
+def ladder_rung(model: nn.Module, named: str | None = None) -> str | None:
+    """The model's rung on the ladder: the name the ladder saved with it, else the first rung of the registry
+    (in the ladder's order) whose class and defining settings it has (an order-1 NGramLM: "unigram");
+    None for a model on no rung (an encoder-decoder)."""
+    from redthread.models.registry import RUNGS
+
+    if named in RUNGS:
+        return named
+    for rung, (class_name, defining) in RUNGS.items():
+        if type(model).__name__ == class_name and all(getattr(model.cfg, k, None) == v for k, v in defining.items()):
+            return rung
+    return None
 
 
 def _load_pretrained(name: str | Path, device: str) -> Inspector:

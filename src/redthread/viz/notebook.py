@@ -178,7 +178,8 @@ def render_next_token(dist: dict, title: str, model: str) -> str:
                           (("temperature", "temperature"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p")))
     if s["temperature"] == 0:
         settings += " (greedy: the most probable token)"
-    stats = (f"entropy {dist['entropy']:.3f} nats · perplexity {dist['perplexity']:.2f} of {V:,} tokens · "
+    stats = (f"the model: entropy {dist['entropy']:.3f} nats · perplexity {dist['perplexity']:.2f} of {V:,} tokens; "
+             f"sampled from: entropy {dist['entropy_sample']:.3f} nats · perplexity {dist['perplexity_sample']:.2f} · "
              f"context: {len(dist['tokens'])} tokens")
     parts = {
         "title": html.escape(title), "model": html.escape(model), "settings": html.escape(settings),

@@ -5,7 +5,10 @@
 //                   POST /api/image     -> the same for a test image of an image run (ViT, captioner),
 //                                          or for an image file chosen by the user (sent as a data: URL)
 //   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
-//                                          temperature, top-k, top-p, min-p), and where the cut falls
+//                                          temperature, top-k, top-p, min-p), where the cut falls, and
+//                                          both distributions' entropies
+//   Compare models  POST /api/compare   -> one column per model that reads the text, in the ladder's
+//                                          order; the others listed with the characters they lack
 //   Step            POST /api/step      -> one token drawn with the settings, appended to the text
 // Every request goes through act(): an error answer ({"error": "one line"}) or a lost server is
 // shown in #error, never thrown. body[data-ready="1"] once the models are listed; body[data-busy]
@@ -219,8 +222,12 @@ async function showNext() {
   panel.dataset.kind = "lm";
   for (const el of Object.values(settings)) el.disabled = false;
   $("next-message").textContent = "The most probable next tokens; the sample is drawn from the kept ones only.";
-  $("next-stats").textContent = `entropy ${dist.entropy.toFixed(3)} nats · perplexity `
-    + `${dist.perplexity.toFixed(2)} of ${dist.vocab_size.toLocaleString()} tokens`;
+  // two entropies: the model's own distribution, and the one the settings leave to sample from
+  $("next-stats").textContent = `the model: entropy ${dist.entropy.toFixed(3)} nats · perplexity `
+    + `${dist.perplexity.toFixed(2)} of ${dist.vocab_size.toLocaleString()} tokens; sampled from: entropy `
+    + `${dist.entropy_sample.toFixed(3)} nats · perplexity ${dist.perplexity_sample.toFixed(2)}`;
+  $("next-stats").dataset.entropy = dist.entropy;
+  $("next-stats").dataset.entropySample = dist.entropy_sample;
   drawCandidates(dist);
 }
 
@@ -292,6 +299,15 @@ async function compareModels() {
   clearError();
   $("compare-text").textContent = `context: ${JSON.stringify(answer.text)}`;
   $("compare-columns").replaceChildren(...answer.models.map(rungColumn));
+  // the runs whose alphabet lacks some of the text's characters: named, with what they lack, not compared
+  $("compare-unreadable").replaceChildren(...answer.unreadable.map((u) => {
+    const li = document.createElement("li");
+    li.dataset.model = u.model;
+    li.title = u.description;
+    li.append(span("name", u.model), ` cannot read this text: ${u.error}`);
+    return li;
+  }));
+  $("compare-unreadable-box").hidden = answer.unreadable.length === 0;
   $("compare").hidden = false;
 }
 
