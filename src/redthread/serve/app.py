@@ -22,6 +22,10 @@ Bad requests get a 4xx answer with {"error": "one line"}: text, a body or an ima
 (413), an unknown model (404), a model path outside the runs folder (403), anything else the model
 cannot read, a corrupt run included (422). The server never answers a client's mistake with a 500.
 
+A server that others can reach (`redthread serve --host 0.0.0.0`) asks for an access token on every
+request (AccessToken): `?token=` in the link it prints (which sets a cookie for the page's own calls),
+that cookie, or `Authorization: Bearer`; without it the answer is a 401.
+
 Model work runs in a bounded pool: `workers` requests at once and `queue` more waiting; past that
 a request gets a 503 with Retry-After at once, and one that takes longer than `time_limit` seconds
 gets a 504 (its work finishes in the background, holding its place, so the pool stays bounded).
@@ -33,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -360,6 +365,42 @@ def ladder_place(inspector: Inspector) -> int:
     return rungs.index(inspector.rung) if inspector.rung in rungs else len(rungs)
 
 
+class AccessToken:
+    """ASGI middleware: every request must carry the server's access token, as `?token=` in the URL (the link
+    printed on start; the answer then sets a cookie, so the page's own API calls carry it), as that cookie, or
+    as an `Authorization: Bearer` header (scripts). Anything else gets a 401 at once."""
+
+    COOKIE = "redthread_token"
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token
+
+    def matches(self, given: str | None) -> bool:
+        return given is not None and secrets.compare_digest(given.encode("utf-8", "backslashreplace"),
+                                                            self.token.encode("utf-8"))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        auth = request.headers.get("authorization", "")
+        in_url = request.query_params.get("token")
+        if self.matches(in_url):
+            cookie = (f"{self.COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict").encode("latin-1")
+
+            async def with_cookie(message):
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+                await send(message)
+
+            return await self.app(scope, receive, with_cookie)
+        if self.matches(request.cookies.get(self.COOKIE)) or self.matches(auth.removeprefix("Bearer ") if auth else None):
+            return await self.app(scope, receive, send)
+        await error_answer(401, "this server needs its access token: open the link it printed when it started "
+                                "(http://…/?token=…), or send the header Authorization: Bearer <token>",
+                           {"WWW-Authenticate": "Bearer"})(scope, receive, send)
+
+
 class BodyLimit:
     """ASGI middleware: a request body over `limit` bytes gets a 413 before it is read into memory."""
 
@@ -399,9 +440,14 @@ def create_app(
     queue: int = QUEUE,
     time_limit: float = TIME_LIMIT,
     max_body: int = MAX_BODY_BYTES,
+    token: str | None = None,
 ) -> FastAPI:
     """The app over the runs under `runs_dir`: texts up to `max_chars` characters, request bodies up to
-    `max_body` bytes, model work in a pool of `workers` threads, `queue` waiting, `time_limit` s each."""
+    `max_body` bytes, model work in a pool of `workers` threads, `queue` waiting, `time_limit` s each.
+    `token`: every request must carry this access token (AccessToken); None: none is asked for (loopback)."""
+    if token is not None and (not isinstance(token, str) or not token.strip() or not token.isprintable()
+                              or not token.isascii() or any(c in token for c in " ;,\"")):
+        raise InvalidValue("the access token must be printable ASCII without spaces, quotes, commas or semicolons")
     models = Models(Path(runs_dir), device)
     pool = ModelPool(workers, queue, time_limit)
 
@@ -418,6 +464,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimit, limit=max_body)
+    if token is not None:
+        app.add_middleware(AccessToken, token=token)  # added last: it runs first, before the body is read
 
     def text_model(name: str) -> Inspector:
         inspector = models.get(name)
