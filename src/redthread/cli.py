@@ -264,6 +264,8 @@ def build_parser() -> Parser:
     srv.add_argument("--workers", type=int, help="requests that run a model at once (default 2)")
     srv.add_argument("--queue", type=int, help="requests that may wait for a worker; more get 503 (default 16)")
     srv.add_argument("--time-limit", type=float, help="seconds a request may take before it gets 504 (default 60)")
+    srv.add_argument("--token", help="the access token every request must carry (default: none on 127.0.0.1; "
+                                     "generated and printed in the link to share on any other --host)")
 
     exp = sub.add_parser("export", help="write a Transformer run as a Hugging Face GPT-2 folder")
     exp.add_argument("--checkpoint", required=True, help="a TransformerLM run folder or its checkpoint.safetensors")
@@ -404,7 +406,7 @@ def run(args) -> None:
         from redthread.commands.serve import serve_command
 
         serve_command(args.runs, args.host, args.port, args.max_chars, args.device,
-                      workers=args.workers, queue=args.queue, time_limit=args.time_limit)
+                      workers=args.workers, queue=args.queue, time_limit=args.time_limit, token=args.token)
     elif args.command == "export":
         from redthread.interop.huggingface import export_gpt2
         from redthread.models.transformer import TransformerLM
