@@ -343,3 +343,41 @@ def test_a_bad_config_file_is_one_line(tmp_path, corpus, text, needle):
     assert not (tmp_path / "run").exists()
     code, _, err = cli("ladder", "--config", tmp_path / "missing.toml")
     assert_one_line_error(code, err, "no such file")
+
+
+@pytest.mark.parametrize("words", [
+    ("train", "--data", "{corpus}", *TINY_MODEL, *TINY_TRAIN),
+    ("train", "--data", "{corpus}", "--overwrite", *TINY_MODEL, *TINY_TRAIN),
+    ("train", "--task", "vit-digits", "--overwrite", "--max-iters", "1"),
+    ("train", "--task", "caption-shapes", "--overwrite", "--max-iters", "1"),
+    ("demo", "--minutes", "0.05"),
+    ("ladder", "--data", "{corpus}", "--rungs", "unigram", "--overwrite"),
+    ("ladder", "--regression", "linear", "--overwrite"),
+    ("experiment", "regression", "--quick", "--overwrite"),
+    ("experiment", "all", "--quick", "--overwrite"),
+    ("export", "--checkpoint", "{run}", "--overwrite"),
+])
+def test_out_never_writes_into_a_folder_that_is_not_redthreads(words, tmp_path, corpus, run_dir):
+    """`--out docs` once wrote a whole run into the docs' sources: a non-empty folder holding none of the
+    files the command writes is refused, with or without --overwrite, and left exactly as it was."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("the user's own page")
+    (docs / "img").mkdir()
+    words = [w.format(corpus=corpus, run=run_dir) for w in words]
+    if words[:2] == ["experiment", "all"]:
+        (docs / "index.md").unlink()  # index.md is a file `experiment all` writes: take another
+        (docs / "notes.md").write_text("the user's own page")
+    before = sorted(p.name for p in docs.iterdir())
+    code, _, err = cli(*words, "--out", docs)
+    assert_one_line_error(code, err, str(docs), "not empty")
+    assert sorted(p.name for p in docs.iterdir()) == before and not any((docs / "img").iterdir())
+
+
+def test_out_still_takes_an_empty_folder_and_redthreads_own(tmp_path, corpus):
+    empty = tmp_path / "empty"
+    (empty / ".git").mkdir(parents=True)  # hidden entries are not content
+    code, _, err = cli("ladder", "--data", corpus, "--rungs", "unigram", "--out", empty)
+    assert code == 0, err
+    code, _, err = cli("ladder", "--data", corpus, "--rungs", "unigram", "--out", empty, "--overwrite")
+    assert code == 0, err

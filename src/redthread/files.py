@@ -107,6 +107,22 @@ def fresh_output_path(path: Path, overwrite: bool) -> Path:
     return path
 
 
+def check_not_foreign(folder: Path, ours: Iterable[str], what: str) -> None:
+    """Refuse an existing, non-empty folder that holds none of the files a `what` is made of (`ours`):
+    `--out docs` must not scatter a run through a folder of the user's, with or without --overwrite.
+    Hidden entries (.git, .DS_Store) do not count as content."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    try:
+        entries = sorted(e.name for e in folder.iterdir() if not e.name.startswith("."))
+    except OSError as e:
+        raise RedthreadError(f"cannot read the folder {folder}: {reason(e)}") from None
+    if entries and not set(entries) & set(ours):
+        raise RedthreadError(f"{folder} is not empty and holds no {what} ({len(entries)} other entries, e.g. "
+                             f"{entries[0]}): give --out a new or empty folder, or one of redthread's own")
+
+
 NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -148,6 +164,7 @@ def check_report_folder(out: Path, overwrite: bool, names: tuple[str, ...] = LAD
     """Refuse to replace an earlier report unless asked; with `overwrite`, clear only the `names` a report writes."""
     if out.exists() and not out.is_dir():
         raise RedthreadError(f"output path {out} exists and is not a folder")
+    check_not_foreign(out, names, "ladder report")
     holds = out.is_dir() and any((out / name).exists() for name in names)
     if holds and not overwrite:
         raise RedthreadError(f"output folder {out} already holds a ladder report: pass --overwrite to replace it")

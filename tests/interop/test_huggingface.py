@@ -233,8 +233,14 @@ def test_export_gpt2_refuses_a_non_empty_folder_unless_told(tmp_path):
     with one_line_error("not empty") as err:
         rt.export_gpt2(tiny_lm(), tmp_path)
     assert "\n" not in str(err.value) and not (tmp_path / "model.safetensors").exists()
-    rt.export_gpt2(tiny_lm(), tmp_path, overwrite=True)
-    assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "notes.txt").is_file()
+    with one_line_error("holds no model folder"):  # a folder of the user's is never written into, even when told
+        rt.export_gpt2(tiny_lm(), tmp_path, overwrite=True)
+    assert not (tmp_path / "model.safetensors").exists()
+    folder = tmp_path / "gpt2"
+    rt.export_gpt2(tiny_lm(), folder)
+    (folder / "notes.txt").write_text("keep me")
+    rt.export_gpt2(tiny_lm(), folder, overwrite=True)  # an export's own folder: replaced, the notes kept
+    assert (folder / "model.safetensors").is_file() and (folder / "notes.txt").is_file()
 
 
 @pytest.mark.parametrize(

@@ -18,12 +18,15 @@ from pathlib import Path
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
 from redthread.experiments.replication import run_experiment
-from redthread.files import atomic_write_text, check_writable
+from redthread.files import atomic_write_text, check_not_foreign, check_writable
+
+REPORT_FILES = ("report.json", "report.md")  # an experiment's folder; `all` adds index.md and a folder per experiment
 
 
-def check_out(out: Path, overwrite: bool, resume: bool = False) -> None:
+def check_out(out: Path, overwrite: bool, resume: bool = False, every: bool = False) -> None:
     if out.exists() and not out.is_dir():
         raise RedthreadError(f"--out {out} is a file, not a folder")
+    check_not_foreign(out, (*REPORT_FILES, "index.md", *available()) if every else REPORT_FILES, "experiment report")
     if out.is_dir() and any(out.iterdir()) and not (overwrite or resume):
         raise RedthreadError(f"{out} already holds a report; pass --resume to finish it or --overwrite to replace it")
     check_writable(out)  # a read-only or full place fails now, not after the experiment has run
@@ -58,7 +61,7 @@ def experiment_command(name: str, out: str | None, quick: bool, seed: int, overw
     if resume and overwrite:
         raise RedthreadError("--resume keeps the finished reports and --overwrite replaces them: pass one of them")
     root = Path(out or ("runs/experiments" if name == "all" else f"runs/experiments/{name}"))
-    check_out(root, overwrite, resume)
+    check_out(root, overwrite, resume, every=name == "all")
     for n in names:
         load(n)  # every name resolves before anything runs
     progress = _Progress(len(names), show_progress)

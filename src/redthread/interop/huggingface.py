@@ -37,7 +37,7 @@ from redthread.data.pretrained_tokenizer import FILENAME as TOKENIZER_FILE
 from redthread.data.pretrained_tokenizer import hf_tokenizer_json, load_pretrained_tokenizer
 from redthread.data.tokenizers import Tokenizer
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
-from redthread.files import atomic_write, atomic_write_text, check_writable
+from redthread.files import atomic_write, atomic_write_text, check_not_foreign, check_writable
 from redthread.models.registry import load_weights
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
 
@@ -293,6 +293,7 @@ def export_gpt2(
         raise RedthreadError(f"cannot export to {folder}: it is a file")
     if folder.is_dir() and any(folder.iterdir()) and not overwrite:
         raise RedthreadError(f"{folder} is not empty: pass overwrite=True to replace its files")
+    check_not_foreign(folder, (WEIGHTS_FILE, CONFIG_FILE, TOKENIZER_FILE), "model folder")
     check_writable(folder, "export folder")
     if tokenizer is not None and tokenizer.vocab_size > cfg.vocab_size:
         raise InvalidValue(f"the tokenizer has {tokenizer.vocab_size} tokens, the model only {cfg.vocab_size}")

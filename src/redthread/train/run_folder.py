@@ -26,11 +26,12 @@ import shutil
 from pathlib import Path
 
 from redthread.errors import InvalidValue, MissingFile, RedthreadError
-from redthread.files import check_writable, reason, temporary_files
+from redthread.files import check_not_foreign, check_writable, reason, temporary_files
 from redthread.train import distributed
 from redthread.train.checkpoint import FILENAME
 
 RUN_FILES = (FILENAME, "config.json", "tokenizer.json", "metrics.jsonl", "loss.png", "summary.json", "results.json")
+RUN_SETTINGS = "run.toml"  # written beside a finished run: redthread train --config run.toml repeats it
 
 
 class RunFolder:
@@ -42,6 +43,7 @@ class RunFolder:
             raise InvalidValue("--resume and --overwrite contradict each other: pick one")
         if self.out.exists() and not self.out.is_dir():
             raise RedthreadError(f"output path {self.out} exists and is not a folder")
+        check_not_foreign(self.out, (*RUN_FILES, RUN_SETTINGS), "run")
         self.staging = self.out.parent / f".{self.out.name}.overwrite"
         self.replaced = self.out.parent / f".{self.out.name}.replaced"
         main = distributed.is_main()  # under torchrun, rank 0 alone touches files
