@@ -95,3 +95,13 @@ def test_vision_benchmark_runs_both_parts_quickly(tmp_path):
     out = run_script("vision.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "ViT: test accuracy" in out and "exact match" in out and "uniform baseline" in out
     assert (tmp_path / "f.json").is_file()
+
+
+def test_the_classroom_load_test_reports_latency_errors_and_memory(tmp_path):
+    """Five students for a few seconds against a real `redthread serve` on 127.0.0.1: every endpoint answered, no error."""
+    out = run_script("classroom_load.py", "--quick", "--settings", "default", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "p95 ms" in out and "server RSS" in out
+    [result] = json.loads((tmp_path / "f.json").read_text())["results"]
+    for endpoint, row in result["endpoints"].items():
+        assert row["n"] > 0 and row["errors"] == 0, (endpoint, row, result["error_messages"])
+    assert result["rss_peak_mib"] > 0
