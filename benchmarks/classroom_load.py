@@ -34,7 +34,6 @@ import asyncio
 import os
 import random
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
