@@ -381,3 +381,22 @@ def test_out_still_takes_an_empty_folder_and_redthreads_own(tmp_path, corpus):
     assert code == 0, err
     code, _, err = cli("ladder", "--data", corpus, "--rungs", "unigram", "--out", empty, "--overwrite")
     assert code == 0, err
+
+
+def test_the_demo_writes_runs_demo_first_and_never_replaces_it(tmp_path):
+    from redthread.commands.demo import default_out
+
+    runs = tmp_path / "runs"
+    assert default_out(runs) == runs / "demo"  # the name the README's later commands use
+    (runs / "demo").mkdir(parents=True)
+    assert default_out(runs) == runs / "demo"  # an empty folder is free
+    (runs / "demo" / "checkpoint.safetensors").write_bytes(b"")
+    assert default_out(runs).name.startswith("demo-")  # taken: a second demo gets a folder of its own
+
+
+def test_a_missing_run_names_the_runs_that_exist(run_dir, tmp_path):
+    runs = run_dir.parent
+    code, _, err = cli("sample", "--checkpoint", runs / "tinny")
+    assert_one_line_error(code, err, "no checkpoint", f"did you mean {runs / 'tiny'}?", "runs in", "tiny")
+    code, _, err = cli("attention", "--checkpoint", tmp_path / "none", "--text", "ab", "--out", tmp_path / "a.html")
+    assert_one_line_error(code, err, "no checkpoint", "no run beside it")

@@ -168,7 +168,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     demo = sub.add_parser("demo", help="train a small Shakespeare model (~3 min on a CPU), compare with baselines, sample")
-    demo.add_argument("--out", help="run folder (default runs/demo-<time>)")
+    demo.add_argument("--out", help="run folder (default runs/demo, or runs/demo-<time> once runs/demo is taken)")
     demo.add_argument("--minutes", type=float, default=3.0, help="time budget (default 3)")
     demo.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
 

@@ -72,12 +72,21 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+def default_out(runs: Path = Path("runs")) -> Path:
+    """runs/demo, the name the README uses, while it is free; runs/demo-<time> once it is taken, so a
+    second demo never replaces the first."""
+    first = runs / "demo"
+    if not first.exists() or (first.is_dir() and not any(first.iterdir())):
+        return first
+    return runs / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
+
+
 def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto", progress: bool | str = True, say=print) -> dict:
     if not minutes > 0:
         raise RedthreadError(f"--minutes must be positive, got {minutes}")
     t_start = time.perf_counter()
     device_ = resolve_device(device)
-    out = Path(out) if out else Path("runs") / f"demo-{datetime.now():%Y%m%d-%H%M%S}"
+    out = Path(out) if out else default_out()
     RunFolder(out, resume=False, overwrite=False)  # refuses a folder that holds a run, before spending any time
     say("redthread demo: a character-level Transformer learns P(next character | previous characters)")
     say("from Shakespeare's 37 plays by maximum likelihood, then writes with it.\n")

@@ -221,6 +221,23 @@ def _show(value: Any, limit: int = 60) -> str:
 
 # --- the file ------------------------------------------------------------------------------------
 
+def _runs_nearby(path: Path, shown: int = 8) -> str:
+    """For a missing run: the runs that do exist beside it, the closest name first ("; did you mean ...")."""
+    import difflib
+
+    folder = path.parent if path.name == FILENAME else path
+    try:
+        runs = sorted(p.parent.name for p in folder.parent.glob(f"*/{FILENAME}"))
+    except OSError:
+        return ""
+    if not runs:
+        return f" (and no run beside it in {folder.parent})"
+    close = [r for r in runs if r.startswith(folder.name)] or difflib.get_close_matches(folder.name, runs, n=1)
+    more = f" and {len(runs) - shown} more" if len(runs) > shown else ""
+    guess = f"; did you mean {folder.parent / close[-1]}?" if close else ""
+    return f"{guess} (runs in {folder.parent}: {', '.join(runs[:shown])}{more})"
+
+
 def _check_file(path: Path) -> None:
     """Stat before opening: a missing, unreadable or irregular file is refused with the real reason.
 
@@ -230,7 +247,7 @@ def _check_file(path: Path) -> None:
     try:
         kind = irregular_kind(path)
     except FileNotFoundError:
-        raise MissingFile(f"no checkpoint at {path}") from None
+        raise MissingFile(f"no checkpoint at {path}{_runs_nearby(path)}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
     if kind == "a folder":
