@@ -14,11 +14,17 @@ held-out tokens:
 For synthetic sources whose true distribution is known, the table also shows each rung's excess
 NLL over the Bayes limit: the KL gap, in nats/token, that no amount of data would close for a
 rung whose context or capacity is too small.
+
+A short budget can tell the wrong story (at 300 steps 4-gram counts beat the Transformer). Each
+gradient-trained rung's validation NLL is estimated ten times along its run; a rung whose estimate
+still fell by more than `STILL_IMPROVING` nats/token over the last tenth of its steps is flagged,
+in the summary line, the table and the report, with the steps it would need to be judged.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +44,9 @@ LABELS = {
     "unigram": "unigram counts", "bigram": "bigram softmax regression", "mlp": "MLP (fixed window)",
     "rnn": "RNN (tanh)", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer",
 }
+
+
+STILL_IMPROVING = 0.01  # nats/token over the last tenth of a rung's steps: more, and it stopped before flattening
 
 
 @dataclass(frozen=True)
@@ -91,14 +100,42 @@ class RungResult:
     ece: float
     samples: list[str]
     calibration: Calibration
+    last_drop: float | None = None  # how far the validation estimate fell over the last tenth of the steps
+
+    @property
+    def still_improving(self) -> bool:
+        return self.last_drop is not None and self.last_drop > STILL_IMPROVING
+
+    @property
+    def steps_to_judge(self) -> int:
+        """Steps after which the last tenth would fall by less than STILL_IMPROVING, if the NLL falls
+        as 1/steps: between 0.9 S and S it falls b / 9S, which is `last_drop` at S = steps."""
+        return 100 * math.ceil(self.steps * self.last_drop / STILL_IMPROVING / 100)
 
     def row(self) -> dict:
         return {
             "rung": self.rung, "model": self.label, "parameters": self.params, "train_seconds": round(self.seconds, 1),
             "steps": self.steps, "val_nll": round(self.nll, 4), "bits_per_char": None if self.bpc is None else round(self.bpc, 4),
             "perplexity": round(self.ppl, 3), "excess_over_bayes": None if self.excess is None else round(self.excess, 4),
-            "ece": round(self.ece, 4),
+            "ece": round(self.ece, 4), "last_tenth_drop": None if self.last_drop is None else round(self.last_drop, 4),
         }
+
+    def warning(self) -> str:
+        """'' for a rung that had flattened (or was fitted by counting); else what to do about it."""
+        if not self.still_improving:
+            return ""
+        return (f"still improving: its validation NLL fell {self.last_drop:.3f} nats/token over the last tenth of "
+                f"its {self.steps:,} steps (more than {STILL_IMPROVING}); judge it at --steps {self.steps_to_judge:,} or more")
+
+
+def last_tenth_drop(evals: list[tuple[int, float]], steps: int) -> float | None:
+    """The fall of the validation estimate from a tenth of the steps before the last estimate to it;
+    None where there is no earlier estimate to compare (a run of fewer than ten steps)."""
+    if len(evals) < 2:
+        return None
+    last_step, last = evals[-1]
+    earlier = [nll for step, nll in evals if step <= last_step - max(1, steps // 10)]
+    return earlier[-1] - last if earlier else None
 
 
 def rung_settings(rung: str, data: LadderData) -> tuple[dict, dict]:
@@ -153,7 +190,7 @@ def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, pr
     cfg = TrainConfig(
         max_iters=budget.steps, batch_size=budget.batch_size * settings.get("batch_factor", 1), lr=lr, min_lr=lr / 10,
         weight_decay=settings.get("weight_decay", 0.1),
-        warmup_iters=min(100, budget.steps // 10), eval_interval=max(1, budget.steps), eval_batches=10,
+        warmup_iters=min(100, budget.steps // 10), eval_interval=max(1, budget.steps // 10), eval_batches=10,
         log_interval=max(1, min(50, budget.steps // 20)), seed=seed, device=device,
         max_time=None if budget.minutes is None else budget.minutes * 60,
     )
@@ -167,7 +204,7 @@ def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, pr
     return RungResult(
         rung=rung, label=label, params=model.num_params(), seconds=result.elapsed, steps=result.step,
         nll=final["nll"], ppl=final["ppl"], bpc=final.get("bpc"), excess=excess, ece=cal.ece,
-        samples=draw_samples(model, data, seed), calibration=cal,
+        samples=draw_samples(model, data, seed), calibration=cal, last_drop=last_tenth_drop(result.evals, budget.steps),
     )
 
 
@@ -207,7 +244,7 @@ def run_ladder(data: LadderData, rungs: list[str], budget: Budget, out: Path | N
             results.append(train_rung(rung, data, budget, out, bar, device, seed))
             r = results[-1]
             say(f"{r.label}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if r.excess is not None else "")
-                + f" ({r.seconds:.0f} s)")
+                + f" ({r.seconds:.0f} s)" + (f"; {r.warning()}" if r.warning() else ""))
     if out is not None:
         write_report(results, data, budget, out)
     return results
@@ -271,7 +308,21 @@ def format_table(results: list[RungResult], data: LadderData) -> list[str]:
     if data.bayes_nll is not None:
         lines.append("")
         lines.append(f"Bayes limit (the true distribution) on the same tokens: {data.bayes_nll:.4f} nats/token.")
+    lines += under_trained(results)
     return lines
+
+
+def under_trained(results: list[RungResult]) -> list[str]:
+    """The warning under the table when a rung stopped before its validation NLL flattened."""
+    short = [r for r in results if r.still_improving]
+    if not short:
+        return []
+    names = ", ".join(f"{r.label} (-{r.last_drop:.3f})" for r in short)
+    need = max(r.steps_to_judge for r in short)
+    return ["", f"Warning: {len(short)} rung{'s were' if len(short) > 1 else ' was'} still improving when stopped "
+                f"(validation NLL fell by more than {STILL_IMPROVING} nats/token over the last tenth of the steps): "
+                f"{names}. Their rows are not their limits, and the order of the rungs may change with training; "
+                f"judge them at --steps {need:,} or more (a guess that assumes the NLL falls as 1/steps)."]
 
 
 def write_report(results: list[RungResult], data: LadderData, budget: Budget, out: Path) -> None:

@@ -32,7 +32,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -158,6 +158,7 @@ class TrainResult:
     val_nll: float | None
     elapsed: float
     tokens_per_s: float
+    evals: list[tuple[int, float]] = field(default_factory=list)  # (step, validation NLL) of each estimate
 
 
 def lr_at(step: int, cfg: TrainConfig, elapsed: float | None = None) -> float:
@@ -432,7 +433,7 @@ def train(
     elapsed = spent  # the clock as every rank agreed on it after the last step: the budget and the learning rate read it
     tokens_since_log, tokens_total, steps_since_log = 0, 0, 0
     loss_acc = torch.zeros((), device=device)
-    last_loss, val_nll = float("nan"), None
+    last_loss, val_nll, evals = float("nan"), None, []
     # the first step whose loss or gradient norm was not finite (-1: none yet), kept on the device so
     # that watching costs no host-device sync; read where the loop syncs anyway
     diverged_at = torch.full((), -1, dtype=torch.int64, device=device)
@@ -531,6 +532,7 @@ def train(
             if step % cfg.eval_interval == 0 or step == cfg.max_iters:
                 ev = evaluate(model, data, "val", cfg.batch_size, cfg.eval_batches, objective)
                 val_nll = ev["nll"]
+                evals.append((step, val_nll))
                 _write_metrics(metrics_path, {"step": step, **{f"val_{k}": v for k, v in ev.items() if k != "tokens"}})
                 if log:
                     log(f"step {step}: train loss {last_loss:.4f}, val nll {val_nll:.4f} nats/token")
@@ -570,7 +572,7 @@ def train(
     if step % cfg.eval_interval != 0 and step != cfg.max_iters:
         checkpoint()  # stopped by the time budget between evaluations
     elapsed = time.perf_counter() - t0 - paused  # training time: the monitor's is not
-    return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9))
+    return TrainResult(step, last_loss, val_nll, elapsed, tokens_total / max(elapsed, 1e-9), evals)
 
 
 def _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra) -> TrainResult:
@@ -688,7 +690,8 @@ def plot_loss_curve(rows: list[dict], out: Path) -> None:
     val_rows = [r for r in rows if "val_nll" in r]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows], label="train NLL", lw=1)
-    ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", label="validation NLL", ms=3)
+    if val_rows:  # a run stopped before its first evaluation has no validation points to show
+        ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", label="validation NLL", ms=3)
     ax.set_xlabel("step")
     ax.set_ylabel("nats / token")
     ax.grid(alpha=0.3)
