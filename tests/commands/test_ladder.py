@@ -34,6 +34,8 @@ def test_ladder_runs_every_rung_and_writes_its_report(names, tmp_path):
         assert (out / f).stat().st_size > 500
     assert (out / "rungs" / "lstm" / "checkpoint.safetensors").is_file()
     assert "Transformer" in stdout and "| model |" in stdout
+    assert "boundary tokens, written `.` (makemore's end-of-name mark)" in stdout  # the '.' in samples, explained
+    assert "P(. | the example so far)" in (out / "ladder.md").read_text()
     # every rung's run folder works with `redthread sample`
     code, stdout, err = cli("sample", "--checkpoint", out / "rungs" / "gru", "--max-new-tokens", "5", "--seed", "0",
                             "--prompt", "em")

@@ -337,7 +337,7 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
         f", at most {budget.minutes:g} min per rung" if budget.minutes else "")
     intro = (f"Budget for every gradient-trained rung: {budget_text}. "
              "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.")
-    md = [f"# The ladder on {data.name}", "", intro, ""]
+    md = [f"# The ladder on {data.name}", "", intro, ""] + ([boundary_note(data), ""] if data.stop is not None else [])
     md += format_table(results, data)
     md += ["", "![validation NLL per rung](ladder.png)", "", "![reliability diagrams](reliability.png)", ""]
     if any(r.samples for r in results):
@@ -387,6 +387,15 @@ def ladder_figure(results: list[RungResult], data: LadderData):
 
 
 SYNTHETIC_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def boundary_note(data: LadderData) -> str:
+    """What the end-of-example token is, for data of one example per line (makemore's '.')."""
+    mark = data.decode([data.stop]) if data.decode else "."
+    shown = repr(mark) if mark.isspace() else f"`{mark}`"
+    return (f"Each line is one example between two boundary tokens, written {shown} (makemore's end-of-name mark): "
+            f"every example starts after one, and each rung learns P({mark.strip() or 'end'} | the example so far), "
+            "the chance that the example ends here, like any other next token. Samples stop when they draw it.")
 
 
 def load_lines_data(path: str) -> LadderData:
@@ -440,6 +449,8 @@ def ladder_command(args) -> None:
     data = load_ladder_data(args.data, args.lines, args.tokenizer, seed=0)
     print(f"the ladder on {data.name}: vocabulary {data.vocab_size}, context {data.block_size}; "
           f"{len(rungs)} rungs, {budget.steps} steps of batch {budget.batch_size} each")
+    if data.stop is not None:
+        print(boundary_note(data))
     results = run_ladder(data, rungs, budget, out, device=args.device, seed=args.seed,
                          progress=not args.no_progress and sys.stderr.isatty())
     print()
