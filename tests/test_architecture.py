@@ -52,10 +52,7 @@ BANDS = [
 BAND = {package: i for i, packages in enumerate(BANDS) for package in packages}
 ROOT = ""  # the package `redthread` itself: its __init__ re-exports everything
 
-KNOWN_VIOLATIONS = {  # (module, what it imports): why, and when it goes
-    ("redthread.models.regression", "redthread.train.fit"):
-        'the deprecated LinearRegression.fit(method="gd") forwards to redthread.fit_gd; removed with the alias',
-}
+KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {}  # (module, what it imports): why, and when it goes; none left
 
 
 def package_of(module: str) -> str:

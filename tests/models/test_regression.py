@@ -116,12 +116,10 @@ def test_linear_regression_gd_matches_closed_form():
     assert gd.train_result_.step == 500
 
 
-def test_fit_method_gd_is_a_deprecated_alias_of_fit_gd():
-    X, y = random_linear(n=100, F=2)
-    with pytest.warns(DeprecationWarning, match="fit_gd"):
-        old = LinearRegression().fit(X, y, method="gd", max_iters=50)
-    new = fit_gd(LinearRegression(), X, y, max_iters=50)
-    assert torch.equal(old.coef_, new.coef_) and old.noise_var_ == new.noise_var_
+def test_fit_has_no_gd_method_any_more():
+    X, y = random_linear(n=20, F=2)
+    with pytest.raises(RedthreadError, match="unknown fit method 'gd'.*redthread.fit_gd"):  # the deprecated alias went
+        LinearRegression().fit(X, y, method="gd")
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,6 @@ Shape legend: B batch (queries), N training examples (keys), F features, K class
 from __future__ import annotations
 
 import math
-import warnings
 from itertools import pairwise
 
 import torch
@@ -82,18 +81,9 @@ class LinearRegression:
         self.fit_intercept = fit_intercept
         self.coef_: Tensor | None = None
 
-    def fit(self, X, y, method: str = "closed_form", **gd_options) -> LinearRegression:
-        """Fit by least squares: the maximum-likelihood mean, and noise_var_ = RSS / n.
-
-        method="gd" is deprecated (it stays for one release): maximising the Gaussian likelihood with
-        the training loop is `redthread.fit_gd(LinearRegression(), X, y, ...)`, which takes `gd_options`.
-        """
-        if method == "gd":
-            warnings.warn('LinearRegression.fit(method="gd") is deprecated: use redthread.fit_gd(model, X, y)',
-                          DeprecationWarning, stacklevel=2)
-            from redthread.train.fit import fit_gd  # deprecated path: the loop sits above the models
-
-            return fit_gd(self, X, y, **gd_options)
+    def fit(self, X, y, method: str = "closed_form") -> LinearRegression:
+        """Fit by least squares: the maximum-likelihood mean, and noise_var_ = RSS / n. (Maximising the
+        same Gaussian likelihood with the training loop instead: `redthread.fit_gd(LinearRegression(), X, y)`.)"""
         if method != "closed_form":
             raise InvalidValue(f"unknown fit method {method!r}; use closed_form (or redthread.fit_gd)")
         X = as_features(X, dtype=torch.float64)  # (N, F)

@@ -258,7 +258,7 @@ def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path 
     """An inspector for a redthread run folder (or checkpoint file), or a Hugging Face-format folder /
     a known pretrained name ("minilm"). rungs=True also opens a ladder rung without attention (n-gram,
     bigram, MLP, RNN/LSTM/GRU): its P(next | text), with `attends` False."""
-    from redthread.train.loop import resolve_device
+    from redthread.models.base import resolve_device
 
     if (checkpoint is None) == (pretrained is None):
         raise InvalidValue("give a checkpoint or a pretrained model, not both or neither")
