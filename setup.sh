@@ -3,7 +3,8 @@
 #   bash setup.sh          the package and its default corpus; as root with apt, a CJK font for
 #                          Chinese text in figures when none is installed (fonts-wqy-microhei, 5 MB)
 #   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn,
-#                          playwright) and, when missing, Debian's chromium for the browser tests
+#                          playwright, the docs site's MkDocs and its own MathJax, JupyterLab for the
+#                          tour's chapters) and, when missing, Debian's chromium for the browser tests
 # torch is pinned here (2.13.0, the CPU build on these machines) so that pip never pulls a
 # multi-GB CUDA build; the package itself only asks for a range.
 set -euo pipefail

@@ -3,12 +3,15 @@
 MkDocs reads one folder, and mkdocs-static-i18n localises only the files inside it (it drops mkdocs-gen-files'
 virtual files: ultrabug/mkdocs-static-i18n#263). So on_config assembles a staging folder and points docs_dir at it:
 
-- docs/ itself, without its Python files (the tour's chapter sources and these scripts are not pages);
+- docs/ itself, without its Python files and notebooks (the tour's chapter sources, these scripts and a chapter
+  opened in Jupyter are not pages);
 - the executed tour that docs/build_tour.py writes (build/tour, or $REDTHREAD_TOUR_BUILD): NN-slug.ipynb and
   NN-slug.zh.ipynb per chapter, and the tour's index in both languages; a chapter of docs/tour whose executed
   notebooks are missing or older than it is a warning, so --strict refuses to show stale outputs;
 - the API reference, a page per module of src/redthread, and the CLI reference (reference.py);
-- a page showing each repository file outside docs/ that a page links to (benchmarks/*.py, tests/...).
+- a page showing each repository file outside docs/ that a page links to (benchmarks/*.py, tests/...);
+- MathJax 3, from the django-static-mathjax package that `setup.sh --test` installs, as javascripts/mathjax/: the
+  site typesets its formulas with no network (a classroom projector, a laptop on a train).
 
 Links from docs/ to ../src/redthread/<module>.py become links to that module's API page, and links to other
 repository files become links to their source pages; docs/ itself is untouched, so it reads the same on GitHub.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import logging
 import os
 import posixpath
@@ -32,20 +36,61 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import build_tour
+import markdown
+import mkdocs_jupyter.convert
+import mkdocs_jupyter.plugin
 import nbformat
 import reference
+from markdown.extensions.toc import TocExtension, slugify_unicode
 from mkdocs import utils
 from mkdocs.structure.files import File
 
 log = logging.getLogger("mkdocs.hooks.redthread")
 REPO = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"(\]\()([^)\s]+)")  # the target of a markdown link or image: [text](target "title")
+HEADING_ID = re.compile(r'(^<h[1-6][^>]* id=")([^"]*)')
+ANCHOR = re.compile(r'<a class="anchor-link" href="#([^"]*)"')
+ATX_HEADING = re.compile(r"^#{1,6} .*$", re.M)
 
 # mkdocs-static-i18n rebuilds every File, dropping mkdocs-jupyter's wrapper that makes a notebook a page; with .ipynb
 # among MkDocs's page extensions a notebook is a page to both, and its .zh twin becomes the Chinese page
 if ".ipynb" not in utils.markdown_extensions:
     utils.markdown_extensions = (*utils.markdown_extensions, ".ipynb")
 
+
+# mkdocs-jupyter gives a notebook's headings ASCII-only ids: a Chinese chapter's are "" or "6", its table of contents
+# leads nowhere, and every search hit lands on the page's own entry, titled with its last heading ("试一试¶"). Its
+# headings get Unicode ids instead, the same in the page and in its table of contents, and their "¶" the theme's
+# headerlink class, which the search index leaves out of a section's title.
+def heading_id(text: str, separator: str = "-") -> str:
+    return slugify_unicode(text, separator)
+
+
+def notebook_heading(html: str, anchor_link_text: str = "¶") -> str:
+    html = _notebook_heading(html, anchor_link_text)  # <hN id="ID">text<a class="anchor-link" href="#ID">¶</a></hN>
+    html = HEADING_ID.sub(lambda m: m.group(1) + unquote(m.group(2)), html, count=1)  # nbconvert percent-encodes it
+    return ANCHOR.sub(lambda m: f'<a class="headerlink" href="#{unquote(m.group(1))}"', html, count=1)
+
+
+def notebook_toc(path: str, toc_depth: int) -> tuple[list, str | None]:
+    """A notebook's table of contents and title, from its markdown cells as written (the plugin's goes through
+    nbconvert's markdown, which drops a heading's `code`), with the ids that its page's headings get."""
+    nb = nbformat.read(path, as_version=4)
+    source = "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    source = ATX_HEADING.sub(lambda m: m.group(0).replace("`", ""), source)  # as the page's id sees a heading
+    md = markdown.Markdown(extensions=["fenced_code", TocExtension(toc_depth=toc_depth, slugify=heading_id)])
+    md.convert(source)
+    return md.toc_tokens, next((token["name"] for token in md.toc_tokens if token["level"] == 1), None)
+
+
+# the plugin's own renderer, kept once: MkDocs imports these hooks again on each reload of `mkdocs serve`
+_notebook_heading = vars(mkdocs_jupyter.convert).setdefault("unpatched_heading", mkdocs_jupyter.convert.add_anchor_lower_id)
+mkdocs_jupyter.convert.slugify = heading_id  # both are looked up when a heading is rendered
+mkdocs_jupyter.convert.add_anchor_lower_id = notebook_heading
+mkdocs_jupyter.plugin._get_nb_toc_tokens = notebook_toc
+
+MATHJAX = "javascripts/mathjax"  # where the site serves MathJax from: mkdocs.yml's extra_javascript names its bundle
+MATHJAX_BUNDLE = "tex-mml-chtml.js"
 _source: dict = {}  # docs_dir and nav as mkdocs.yml gives them (the Chinese build sees the staged ones)
 _made: dict = {}  # the reference pages, made once for both languages
 
@@ -119,7 +164,8 @@ def assemble(docs: Path, staging: Path, executed: Path, use_directory_urls: bool
     """Write the staging folder; the staged chapters' English pages, in order."""
     if staging.exists():
         shutil.rmtree(staging)
-    shutil.copytree(docs, staging, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(docs, staging, ignore=shutil.ignore_patterns("*.py", "*.ipynb", "__pycache__"))
+    stage_mathjax(staging / MATHJAX)
     for path, text in {**_made["api"], "cli.md": _made["cli"]}.items():
         write(staging / path, text)
     for page in sorted(staging.rglob("*.md")):
@@ -129,6 +175,36 @@ def assemble(docs: Path, staging: Path, executed: Path, use_directory_urls: bool
         if new != text:
             page.write_text(new, encoding="utf-8")
     return stage_tour(docs / "tour", executed, staging, use_directory_urls)
+
+
+def mathjax_source() -> Path | None:
+    """MathJax 3's es5 folder as the django-static-mathjax package ships it (MathJax 3.2.2), or None."""
+    spec = importlib.util.find_spec("mathjax")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        es5 = Path(folder) / "static" / "mathjax" / "es5"
+        if (es5 / MATHJAX_BUNDLE).is_file():
+            return es5
+    return None
+
+
+def stage_mathjax(dest: Path) -> None:
+    """MathJax into the site: the one bundle the pages load, and every component it may load later.
+
+    The bundle fetches its fonts (output/chtml/fonts), TeX packages that it autoloads (\\boldsymbol, \\color, ...)
+    and whatever the formula menu switches on (a11y/, sre/, the SVG output) from the folder it was loaded from;
+    MathJax's other combined bundles are left out (19 MB of the 24).
+    """
+    es5 = mathjax_source()
+    if es5 is None:
+        log.warning("MathJax is not installed, so the site's formulas would show as raw TeX: "
+                    "pip install django-static-mathjax (bash setup.sh --test installs it)")
+        return
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if Path(folder) == es5 and n.endswith(".js") and n != MATHJAX_BUNDLE]
+
+    shutil.copytree(es5, dest, ignore=skip)
+    shutil.copy(es5.parent / "LICENSE", dest / "LICENSE")  # Apache-2.0: its copies carry it
 
 
 def write(path: Path, text: str) -> None:

@@ -4,9 +4,12 @@
 Chinese notebooks in the session's temp folder; `site` builds the whole site with `mkdocs build --strict` from
 those same notebooks, so no chapter executes twice in one run. The chapters are every docs/tour/NN-slug.py
 and the fixture chapter tests/docs/00-example.py, which keeps the tests meaningful before the tour exists.
+REDTHREAD_TEST_SITE=site (a folder that `python docs/build.py` wrote, without the fixture chapter) tests that
+site instead of building one: quick while iterating on the pages' tests.
 """
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -55,7 +58,9 @@ def executed_tour(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def site(executed_tour, tmp_path_factory):
-    """The site, built with --strict from every chapter's executed notebooks."""
+    """The site, built with --strict from every chapter's executed notebooks (or REDTHREAD_TEST_SITE's)."""
+    if os.environ.get("REDTHREAD_TEST_SITE"):
+        return Path(os.environ["REDTHREAD_TEST_SITE"]).resolve()
     for chapter in CHAPTERS:
         executed_tour.notebooks(chapter)
     out = tmp_path_factory.mktemp("site") / "site"

@@ -1,12 +1,16 @@
 """The docs site: `mkdocs build --strict` passes, and the site holds what it promises.
 
 Each chapter in English and in Chinese with the outputs of its one execution, the API page of a module,
-the CLI page with every subcommand, links to source files turned into the site's pages; and a copy of
-the docs with broken links fails the strict build, naming each one.
+the CLI page with every subcommand, links to source files turned into the site's pages, MathJax served by the
+site itself, headings and tables of contents without TeX that lead to their sections, search hits under each
+chapter's own sections in both languages; and a copy of the docs with broken links fails the strict build,
+naming each one.
 """
 
+import json
 import re
 import shutil
+from urllib.parse import unquote
 
 import nbformat
 import yaml
@@ -71,6 +75,49 @@ def test_links_to_source_files_become_the_sites_pages(site):
     assert 'href="../api/layers/attention/"' in claims
     assert "src/redthread" not in re.sub(r"<pre.*?</pre>", "", claims, flags=re.S)
     assert not [p for p in site.rglob("*") if p.suffix in (".py", ".ipynb")], "a source file was copied as a page"
+
+
+def test_the_site_serves_its_own_mathjax(site):
+    for path in ("", "zh/", "tour/00-example/", "zh/tour/00-example/"):
+        scripts = re.findall(r'<script src="([^"]+)"', page(site, path.rstrip("/")))
+        assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], f"{path}: a script from the network"
+        assert any(s.endswith("javascripts/mathjax/tex-mml-chtml.js") for s in scripts), path
+    mathjax = site / "javascripts" / "mathjax"
+    assert (mathjax / "LICENSE").is_file() and list((mathjax / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    assert "fonts.googleapis.com" not in page(site, "")  # the theme's web fonts would be asked for on every page
+
+
+def chapter_pages(site):
+    for chapter in CHAPTERS:
+        for path in (f"tour/{chapter.stem}", f"zh/tour/{chapter.stem}"):
+            yield path, page(site, path)
+
+
+def test_headings_and_tables_of_contents_have_no_tex_and_lead_to_their_sections(site):
+    pages = [*chapter_pages(site), *((p, page(site, p)) for p in ("", "zh", "claims", "attention"))]
+    for path, html in pages:
+        article = html[html.index("<article"):html.index("</article>")]
+        headings = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", article, re.S)]
+        toc = html[html.index('md-nav--secondary'):] if "md-nav--secondary" in html else ""
+        toc = toc[:toc.index("</nav>")] if toc else ""
+        entries = re.findall(r'<a href="#([^"]*)" class="md-nav__link">\s*<span class="md-ellipsis">\s*(.*?)\s*</span>', toc, re.S)
+        for text in headings + [name for _, name in entries]:
+            assert "$" not in text and "\\" not in text, f"{path}: TeX in a heading: {text!r}"
+        ids = {unquote(i) for i in re.findall(r'<h[1-6] id="([^"]+)"', article)}
+        assert [a for a, _ in entries if unquote(a) not in ids] == [], f"{path}: table of contents entries lead nowhere"
+        assert entries, f"{path}: no table of contents found"
+
+
+def test_search_finds_each_chapters_sections_under_its_title_in_both_languages(site):
+    docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    for path, html in chapter_pages(site):
+        title = re.sub(r"<[^>]+>", "", re.search(r"<h1[^>]*>(.*?)</h1>", html, re.S).group(1)).strip()
+        entries = [d for d in docs if d["location"].split("#")[0] == path + "/"]
+        locations = [d["location"] for d in entries]
+        assert len(locations) >= 3 and len(set(locations)) == len(locations), f"{path}: sections share a location"
+        (whole,) = [d for d in entries if "#" not in d["location"]]
+        assert whole["title"] == title.rstrip("¶"), path  # a hit is listed under the chapter's own name
+        assert not [d["title"] for d in entries if "¶" in d["title"]], path
 
 
 def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_tour):

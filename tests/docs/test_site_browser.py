@@ -1,9 +1,11 @@
 """The docs site in Chromium: a chapter's page draws its figure, switches to its Chinese page, and its links lead
-to the site's pages, with no script error. Offline: requests that leave 127.0.0.1 (MathJax's CDN, web fonts)
-are refused, as a reader without a network would see it."""
+to the site's pages, with no script error; formulas are typeset by the site's own MathJax in both languages; a
+wide table stays readable on a 1366-pixel screen. Offline: requests that leave 127.0.0.1 are refused (and
+recorded), as a classroom without a network would see it."""
 
 import functools
 import http.server
+import re
 import threading
 from urllib.parse import urljoin
 
@@ -23,12 +25,35 @@ def served(site):
     server.shutdown()
 
 
+def offline(page, served):
+    """Refuse every request that leaves the local server, and keep what was refused or not found."""
+    page.outside, page.missing, page.errors = [], [], []
+
+    def route(route):
+        if route.request.url.startswith(served):
+            route.continue_()
+        else:
+            page.outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    # the theme's language menu probes a sitemap.xml beside each page (mkdocs-static-i18n writes one at the root)
+    page.on("response", lambda r: page.missing.append(r.url) if r.status >= 400 and "sitemap" not in r.url else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    return page
+
+
 @pytest.fixture
 def page(browser, served):
-    page = browser.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(served) else route.abort())
-    page.errors = []
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page = offline(browser.new_page(), served)
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def laptop(browser, served):
+    """A page the size of a classroom projector's or a laptop's screen."""
+    page = offline(browser.new_page(viewport={"width": 1366, "height": 768}), served)
     yield page
     page.close()
 
@@ -57,3 +82,64 @@ def test_the_tour_index_leads_to_each_chapter_in_its_language(page, served):
         page.locator("article a", has_text=title).click()
         page.wait_for_url(served + index + "00-example/")
     assert page.errors == []
+
+
+def typeset(page) -> dict:
+    """Wait for MathJax to finish the page; its formulas, and the content's text outside code and formulas."""
+    # the page's scripts have run by its load event: a MathJax that could not be fetched is not there at all
+    assert page.evaluate("() => Boolean(window.MathJax && MathJax.startup)"), f"{page.url}: MathJax did not load"
+    page.evaluate("() => MathJax.startup.promise")
+    return page.evaluate("""() => {
+        const article = document.querySelector("article");
+        const copy = article.cloneNode(true);
+        copy.querySelectorAll("pre, code, script, mjx-container, .jp-InputArea, .jp-OutputArea").forEach(e => e.remove());
+        return {
+            inline: article.querySelectorAll("mjx-container:not([display='true'])").length,
+            display: article.querySelectorAll("mjx-container[display='true']").length,
+            errors: article.querySelectorAll("mjx-merror").length,
+            text: copy.innerText,
+        };
+    }""")
+
+
+@pytest.mark.parametrize("path", ["", "zh/", "tour/06-attention/", "zh/tour/06-attention/"])
+def test_formulas_are_typeset_offline_in_both_languages(page, served, path):
+    # the home page's formulas come from pymdownx.arithmatex, the chapter's from its notebook's markdown cells
+    page.goto(served + path)
+    math = typeset(page)
+    assert math["display"] >= 1 and math["inline"] >= 3, math
+    assert math["errors"] == 0
+    raw = re.findall(r"\$\$|\\[(\[]|\\(?:frac|mathrm|hat|sum|theta|mid|sqrt)\b", math["text"])
+    assert not raw, f"raw TeX left on {path or 'the home page'}: {raw[:5]}"
+    assert page.locator("article mjx-container mjx-c").count() > 0  # drawn with MathJax's glyphs: its fonts loaded
+    assert page.outside == [] and page.missing == [] and page.errors == []
+
+
+def test_headings_and_the_table_of_contents_show_no_tex(page, served):
+    for path in ("tour/06-attention/", "zh/tour/06-attention/", "tour/09-looking-inside/", ""):
+        page.goto(served + path)
+        labels = page.locator("article :is(h1, h2, h3, h4), .md-nav--secondary .md-nav__link").all_inner_texts()
+        assert labels and not [t for t in labels if "$" in t or "\\" in t], path
+
+
+def test_the_claims_tables_last_column_can_be_read_at_1366_pixels(laptop, served):
+    for path in ("claims/", "zh/claims/"):
+        laptop.goto(served + path)
+        # the theme lets a wide table scroll inside its box, the scrollbar at the table's foot: a column past the
+        # box's right edge is hidden from a reader at its top
+        fit = laptop.evaluate("""() => {
+            const table = document.querySelector("article table");
+            const box = table.closest(".md-typeset__scrollwrap") || table.parentElement;
+            const last = [...table.querySelectorAll("tr > :last-child")];
+            return {
+                cells: last.length,
+                right: Math.max(...last.map(c => c.getBoundingClientRect().right)),
+                edge: box.getBoundingClientRect().right,
+                overflow: box.scrollWidth - box.clientWidth,
+                verdicts: last.map(c => c.innerText.trim()),
+            };
+        }""")
+        assert fit["cells"] >= 15  # the header and C1–C14
+        assert fit["right"] <= fit["edge"] and fit["overflow"] <= 0, f"{path}: the verdict column is cut off: {fit}"
+        assert fit["verdicts"][0] == "verdict" and "holds" in fit["verdicts"]
+    assert laptop.outside == [] and laptop.errors == []
