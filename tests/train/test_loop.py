@@ -274,3 +274,20 @@ def test_tensorboard_without_the_package_is_refused_before_training(tmp_path, mo
     with pytest.raises(ValueError, match="--tensorboard needs the tensorboard package"):
         train(fresh_model(), make_data(), TrainConfig(max_iters=2, tensorboard=True), run_dir=tmp_path, progress=False)
     assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_the_loss_curve_has_no_validation_legend_without_validation_points(tmp_path, monkeypatch):
+    """The demo stops on its time budget before any evaluation: its loss.png once listed a validation
+    line that had no points."""
+    import matplotlib.pyplot as plt
+
+    from redthread.train.loop import plot_loss_curve
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    rows = [{"step": s, "loss": 3.0 - s / 10} for s in range(1, 6)]
+    plot_loss_curve(rows, tmp_path / "loss.png")
+    plot_loss_curve(rows + [{"step": 5, "val_nll": 2.6}], tmp_path / "loss2.png")
+    labels = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in figures]
+    assert labels == [["train NLL"], ["train NLL", "validation NLL"]]
+    assert (tmp_path / "loss.png").stat().st_size > 1000
