@@ -38,3 +38,13 @@ def test_probabilities_follow_the_processors():
     top2 = SampleConfig(top_k=2).probabilities(logits, idx)
     assert torch.allclose(top2, torch.tensor([[0.7311, 0.2689, 0.0, 0.0]]), atol=1e-4)
     assert SampleConfig(seed=5).generator().initial_seed() == 5 and SampleConfig().generator() is None
+
+
+@pytest.mark.parametrize("keywords", [{"temperature": 0.5}, {"top_k": 3}, {"seed": 0}, {"min_p": 0.1}])
+def test_keywords_and_a_sampling_config_together_are_refused(model, keywords):
+    idx = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError) as e:  # one of them would be silently ignored
+        rt.generate(model, idx, 4, sampling=SampleConfig(top_p=0.9), **keywords)
+    assert f"{next(iter(keywords))}= and sampling= are both given" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="both given"):
+        rt.generate_stream(model, idx, 4, sampling=SampleConfig(), **keywords)

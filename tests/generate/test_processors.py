@@ -232,7 +232,7 @@ def test_build_processors_skips_noops_and_greedy_keeps_penalty():
         ({"temperature": -1}, "temperature", "got -1"),
         ({"temperature": float("nan")}, "temperature", "got nan"),
         ({"temperature": float("inf")}, "temperature", "got inf"),
-        ({"min_p": 0}, "min_p", "got 0"),
+        ({"min_p": -0.1}, "min_p", "got -0.1"),
         ({"min_p": 1.5}, "min_p", "got 1.5"),
         ({"repetition_penalty": 0}, "repetition_penalty", "got 0"),
         ({"repetition_penalty": -1.2}, "repetition_penalty", "got -1.2"),
@@ -248,11 +248,19 @@ def test_build_processors_rejects_bad_values(kwargs, name, shown):
 
 
 @pytest.mark.parametrize(
-    "make, bad", [(Temperature, 0), (TopK, 0), (TopP, 0), (MinP, 0), (RepetitionPenalty, 0)]
+    "make, bad", [(Temperature, 0), (TopK, 0), (TopP, 0), (MinP, -0.0001), (MinP, 1.0001), (RepetitionPenalty, 0)]
 )
 def test_processor_init_rejects_bad_values(make, bad):
-    with pytest.raises(RedthreadError, match="got 0"):
+    with pytest.raises(RedthreadError, match=f"got {bad}"):
         make(bad)
+
+
+def test_min_p_zero_is_off_as_top_p_one_is():
+    # min_p = 0 keeps every token (HF's MinPLogitsWarper takes it too): no processor, like top_p = 1
+    logits = torch.randn(3, 10, generator=torch.Generator().manual_seed(0))
+    idx = torch.zeros(3, 1, dtype=torch.long)
+    assert torch.equal(MinP(0)(logits, idx), logits)
+    assert build_processors(min_p=0) == build_processors(top_p=1) == ([], False)
 
 
 def test_sample_next_reproducible_with_seeded_generator():

@@ -13,38 +13,30 @@ the `sample` command's flags and the web app's request models are built.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor
 
 from redthread.errors import InvalidValue
 from redthread.generate.processors import Processor, build_processors, process
+from redthread.models.config import check_settings, setting
 
 MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes seeds 0 .. 2**64 - 1
 
 
-def _setting(default, help: str, **bounds):
-    """A field with its one-line meaning and its bounds (ge, gt, le: as pydantic names them)."""
-    return field(default=default, metadata={"help": help, "bounds": bounds})
-
-
 @dataclass(frozen=True)
 class SampleConfig:
-    temperature: float = _setting(1.0, "divide the logits by it before sampling; 0 = greedy", ge=0.0)
-    top_k: int | None = _setting(None, "sample from the k most probable tokens only", ge=1)
-    top_p: float | None = _setting(None, "sample from the fewest tokens whose probabilities add up to p (nucleus)",
-                                   gt=0.0, le=1.0)
-    min_p: float | None = _setting(None, "drop tokens less probable than min_p times the most probable", ge=0.0, le=1.0)
-    repetition_penalty: float | None = _setting(None, "make tokens already in the text less likely (> 1) or more (< 1)",
-                                                gt=0.0)
-    seed: int | None = _setting(None, "makes the draws reproducible", ge=0, le=MAX_SEED)
+    temperature: float = setting(1.0, "divide the logits by it before sampling; 0 = greedy", ge=0)
+    top_k: int | None = setting(None, "sample from the k most probable tokens only", ge=1)
+    top_p: float | None = setting(None, "sample from the fewest tokens whose probabilities add up to p (nucleus)", gt=0, le=1)
+    min_p: float | None = setting(None, "drop tokens less probable than min_p times the most probable", ge=0, le=1)
+    repetition_penalty: float | None = setting(None, "make tokens already in the text less likely (> 1) or more (< 1)", gt=0)
+    seed: int | None = setting(None, "makes the draws reproducible", ge=0, le=MAX_SEED)
 
     def __post_init__(self):
-        self.build_processors()  # validates every setting
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)
-                                      or not 0 <= self.seed <= MAX_SEED):
-            raise InvalidValue(f"seed must be an integer from 0 to 2**64 - 1, got {self.seed!r}")
+        self.build_processors()  # each processor checks its setting (the bounds declared above: tested)
+        check_settings(self, wrong_type=InvalidValue)  # and the seed; every sampling error is a ValueError
 
     def build_processors(self) -> tuple[list[Processor], bool]:
         return build_processors(self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty)

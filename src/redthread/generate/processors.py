@@ -150,12 +150,15 @@ class TopP:
 
 
 class MinP:
-    """Keep tokens whose probability is at least p times the top token's (Nguyen et al. 2024)."""
+    """Keep tokens whose probability is at least p times the top token's (Nguyen et al. 2024).
+
+    p = 0 keeps every token: the filter is off, as top_p = 1 is, and as HF's `MinPLogitsWarper`,
+    vLLM and llama.cpp read min_p = 0."""
 
     def __init__(self, p: float):
         p = _float("min_p", p)
-        if not 0 < p <= 1:
-            raise InvalidValue(f"min_p must be in (0, 1], got {p!r}")
+        if not 0 <= p <= 1:
+            raise InvalidValue(f"min_p must be in [0, 1], got {p!r}")
         self.p = p
 
     def __call__(self, logits: Tensor, idx: Tensor) -> Tensor:
@@ -181,7 +184,7 @@ def build_processors(
     `temperature == 0` means greedy: the argmax is taken, so temperature and the filters
     (which always keep the top token) are left out, but the repetition penalty, which can
     change the argmax, stays. Every argument is validated either way. No-op settings
-    (None, temperature 1, top_p 1, repetition_penalty 1) add no processor.
+    (None, temperature 1, top_p 1, min_p 0, repetition_penalty 1) add no processor.
     """
     if temperature is not None:
         temperature = _float("temperature", temperature)
@@ -200,7 +203,9 @@ def build_processors(
         if nucleus.p < 1:
             filters.append(nucleus)
     if min_p is not None:
-        filters.append(MinP(min_p))
+        floor = MinP(min_p)
+        if floor.p > 0:
+            filters.append(floor)
 
     processors: list[Processor] = []
     if penalty is not None and penalty.penalty != 1:

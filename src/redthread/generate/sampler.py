@@ -56,9 +56,16 @@ def generate_stream(
 ) -> Iterator[Tensor]:
     """An iterator over the new tokens (B * num_samples, 1), each as it is sampled.
 
-    `sampling` (a SampleConfig) replaces the five sampling settings and the seed when given. The
-    arguments are checked here, at the call, not at the first token."""
-    sampling = sampling or SampleConfig(temperature, top_k, top_p, min_p, repetition_penalty, seed)
+    The sampling settings and the seed come as keyword arguments or as `sampling` (a SampleConfig),
+    not both. The arguments are checked here, at the call, not at the first token."""
+    keywords = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                    repetition_penalty=repetition_penalty, seed=seed)
+    if sampling is None:
+        sampling = SampleConfig(**keywords)
+    else:
+        given = [name for name, value in keywords.items() if value != getattr(SampleConfig, name)]  # the defaults
+        if given:  # one of them would be silently ignored
+            raise InvalidValue(f"{given[0]}= and sampling= are both given: pass the sampling settings one way, not both")
     processors, greedy = sampling.build_processors()
     if idx.dim() == 1:
         idx = idx[None]
@@ -137,7 +144,7 @@ def generate(
 ) -> Tensor:
     """Continue each prompt row of idx (B, T) by max_new_tokens -> (B * num_samples, T + new).
 
-    `sampling` (a SampleConfig) replaces the five sampling settings and the seed when given."""
+    The sampling settings and the seed come as keyword arguments or as `sampling` (a SampleConfig), not both."""
     if idx.dim() == 1:
         idx = idx[None]
     new = []

@@ -26,13 +26,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue, check_int
+from redthread.errors import InvalidValue
 from redthread.layers.blocks import NORMS, DecoderBlock, DecodeStep, EncoderBlock, LayerCache
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
 from redthread.models.base import LanguageModel
-from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
+from redthread.models.config import ConfigMixin, check_settings, setting
 
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
 
@@ -42,49 +42,34 @@ DECODER_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @dataclass(frozen=True)
 class TransformerConfig(ConfigMixin):
-    vocab_size: int = 65  # tokens the model knows (set by the tokenizer)
-    block_size: int = 256  # the context window: the most positions the model sees at once
-    n_layer: int = 4  # Transformer blocks
-    n_head: int = 4  # attention heads per block (must divide d_model)
-    d_model: int = 128  # the width of every token's vector
-    d_ff: int | None = None  # the feed-forward network's hidden width; None: 4 * d_model
-    dropout: float = 0.0  # dropout on attention weights and residual branches
-    bias: bool = True  # biases in Linear and LayerNorm layers
-    norm: str = "pre"  # LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)
-    pos: str = "sinusoidal"  # positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none
-    activation: str = "gelu"  # the feed-forward network's non-linearity (relu2: ReLU squared)
-    tie_weights: bool = True  # lm_head shares the token embedding matrix (Press & Wolf 2017)
-    scale_attention: bool = True  # divide scores by sqrt(d_head) (claim C7); False only for experiments
-    src_vocab_size: int | None = None  # encoder-decoder only; None: vocab_size
-    norm_eps: float = 1e-5  # every LayerNorm's epsilon (BERT: 1e-12)
-    embed_norm: bool = False  # a LayerNorm on the embeddings, before dropout (BERT)
-    type_vocab_size: int = 0  # > 0: token-type (segment) embeddings added to the input (BERT)
-    qk_norm: bool = False  # RMS-normalise each head's queries and keys before the scores (QK-norm)
-    logit_softcap: float | None = None  # squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off
+    vocab_size: int = setting(65, "tokens the model knows (set by the tokenizer)", ge=1)
+    block_size: int = setting(256, "the context window: the most positions the model sees at once", ge=1)
+    n_layer: int = setting(4, "Transformer blocks", ge=1)
+    n_head: int = setting(4, "attention heads per block (must divide d_model)", ge=1)
+    d_model: int = setting(128, "the width of every token's vector", ge=1)
+    d_ff: int | None = setting(None, "the feed-forward network's hidden width; None: 4 * d_model", ge=1)
+    dropout: float = setting(0.0, "dropout on attention weights and residual branches", ge=0, lt=1)
+    bias: bool = setting(True, "biases in Linear and LayerNorm layers")
+    norm: str = setting("pre", "LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)")
+    pos: str = setting("sinusoidal", "positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none")
+    activation: str = setting("gelu", "the feed-forward network's non-linearity (relu2: ReLU squared)")
+    tie_weights: bool = setting(True, "lm_head shares the token embedding matrix (Press & Wolf 2017)")
+    scale_attention: bool = setting(True, "divide scores by sqrt(d_head) (claim C7); False only for experiments")
+    src_vocab_size: int | None = setting(None, "encoder-decoder only; None: vocab_size", ge=1)
+    norm_eps: float = setting(1e-5, "every LayerNorm's epsilon (BERT: 1e-12)", gt=0, lt=1)
+    embed_norm: bool = setting(False, "a LayerNorm on the embeddings, before dropout (BERT)")
+    type_vocab_size: int = setting(0, "> 0: token-type (segment) embeddings added to the input (BERT)", ge=0)
+    qk_norm: bool = setting(False, "RMS-normalise each head's queries and keys before the scores (QK-norm)")
+    logit_softcap: float | None = setting(
+        None, "squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off", gt=0)
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "norm": NORMS, "pos": tuple(POSITIONAL), "activation": tuple(ACTIVATIONS)}
 
     def __post_init__(self):
-        check_positive_ints(self, "vocab_size", "block_size", "n_layer", "n_head", "d_model")
+        check_settings(self)  # the bounds, switches and choices declared above
         if self.d_model % self.n_head != 0:
             raise InvalidValue(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
-        if self.d_ff is not None:
-            check_int("d_ff", self.d_ff)
-        check_dropout(self.dropout)
-        if not isinstance(self.norm_eps, (int, float)) or isinstance(self.norm_eps, bool) or not 0 < self.norm_eps < 1:
-            raise InvalidValue(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
-        for name in ("embed_norm", "qk_norm"):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidValue(f"{name} must be true or false, got {getattr(self, name)!r}")
-        cap = self.logit_softcap
-        if cap is not None and not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
-            raise InvalidValue(f"logit_softcap must be a positive number (or none), got {cap!r}")
-        if not isinstance(self.type_vocab_size, int) or isinstance(self.type_vocab_size, bool) or self.type_vocab_size < 0:
-            raise InvalidValue(f"type_vocab_size must be a non-negative integer, got {self.type_vocab_size!r}")
-        for name, allowed in (("norm", NORMS), ("pos", tuple(POSITIONAL)), ("activation", tuple(ACTIVATIONS))):
-            if getattr(self, name) not in allowed:
-                raise InvalidValue(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
 
     @property
     def d_head(self) -> int:

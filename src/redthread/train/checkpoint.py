@@ -37,6 +37,7 @@ from torch import nn
 
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, irregular_kind
+from redthread.models.config import expected_value, field_bounds, setting_problem
 from redthread.models.registry import MODELS, build_model, load_weights
 
 FORMAT = "redthread-checkpoint/1"
@@ -410,12 +411,16 @@ def _is_of(value: Any, kind: type) -> bool:
 
 
 def _check_config_types(path: Path, config_cls: type, config: dict) -> None:
-    """Every config field of a simple annotated type holds a value of that type (and floats are finite)."""
+    """Every config field of a simple annotated type holds a value of that type (and floats are finite),
+    and every number setting one within the bounds its field declares (models/config.py's `setting`)."""
+    bounded = field_bounds(config_cls)
     for name, value in config.items():
         kinds = _field_types(config_cls).get(name)
         if kinds is not None and not any(_is_of(value, kind) for kind in kinds):
             expected = " or ".join(_TYPE_NAMES[k] for k in kinds)
             raise _corrupt(path, f"metadata 'config' field {name} is {_show(value)}, not {expected}")
+        if name in bounded and setting_problem(config_cls, name, value):
+            raise _corrupt(path, f"metadata 'config' field {name} is {_show(value)}, not {expected_value(config_cls, name)}")
 
 
 # --- tensors -------------------------------------------------------------------------------------

@@ -39,9 +39,10 @@ from typing import Any, ClassVar, Protocol
 import torch
 from torch import Tensor, nn
 
-from redthread.errors import InvalidValue, RedthreadError, check_int
+from redthread.errors import InvalidValue, RedthreadError
 from redthread.files import atomic_write, atomic_write_text
 from redthread.models.base import model_device, resolve_device
+from redthread.models.config import check_settings, setting
 from redthread.models.likelihoods import perplexity, scored, token_nll
 from redthread.train import distributed, events
 from redthread.train.checkpoint import FILENAME, Checkpoint, read_checkpoint, save_checkpoint
@@ -63,80 +64,54 @@ class DataSource(Protocol):
 MAX_SEED = 2**63 - 2**16  # torch seeds are 64-bit; rank r seeds its generator with seed + r
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    max_iters: int = 2000  # optimizer steps
-    batch_size: int = 12  # sequences per step (per process under torchrun)
-    lr: float = 1e-3  # the peak learning rate, reached after the warm-up
-    min_lr: float = 1e-4  # the learning rate at the end of the decay
-    warmup_iters: int = 100  # steps of linear warm-up from 0 to lr
-    schedule: str = "cosine"  # after the warm-up, cosine: cosine decay to min_lr at the end; rsqrt: lr x sqrt(warm-up / time), the original Transformer's decay, then a linear cool-down to min_lr over the last cooldown_frac
-    cooldown_frac: float = 0.2  # with schedule rsqrt: the share of the run (steps, or the time budget) spent cooling down to min_lr
-    optimizer: str = "adamw"  # adamw: AdamW for every parameter; muon: Muon for the hidden matrices, AdamW for the rest (train/optimizers.py)
-    momentum: float = 0.95  # Muon's momentum (with optimizer muon)
-    weight_decay: float = 0.1  # decoupled weight decay, on matrices only
-    beta1: float = 0.9  # AdamW's decay rate of the gradient's mean
-    beta2: float = 0.99  # AdamW's decay rate of the gradient's second moment
-    grad_clip: float = 1.0  # clip the gradient's global norm to this; 0 switches clipping off
-    grad_accum: int = 1  # micro-batches per optimizer step
-    eval_interval: int = 250  # steps between validation estimates and checkpoints
-    eval_batches: int = 20  # batches of the periodic validation estimate; the final one scores the whole split
-    log_interval: int = 10  # steps between loss lines in metrics.jsonl
-    seed: int = 1337  # the initial weights and the batches
-    device: str = "auto"  # auto (a GPU when there is one), cpu, cuda, cuda:N or mps
-    max_time: float | None = None  # seconds of training, validation estimates included; the run ends at max_iters or when they are spent, and the schedule follows whichever comes first (on the clock: warmup_frac, then decay to min_lr)
-    warmup_frac: float = 0.05  # with max_time: the share of the time budget spent warming up (warmup_iters counts steps otherwise)
-    precision: str = "auto"  # auto (the best the device can do), fp32, bf16 or fp16 (train/precision.py)
-    compile: bool = False  # torch.compile the training forward
-    activation_checkpointing: bool = False  # recompute each block in backward instead of storing it
-    peak_flops: float | None = None  # FLOP/s per device for MFU; None: the card's table entry or a CPU measurement
-    tensorboard: bool = False  # also write TensorBoard event files (RUN/tensorboard/) from the metrics; needs tensorboard
+    max_iters: int = setting(2000, "optimizer steps", ge=1)
+    batch_size: int = setting(12, "sequences per step (per process under torchrun)", ge=1)
+    lr: float = setting(1e-3, "the peak learning rate, reached after the warm-up", gt=0)
+    min_lr: float = setting(1e-4, "the learning rate at the end of the decay", ge=0)
+    warmup_iters: int = setting(100, "steps of linear warm-up from 0 to lr", ge=0)
+    schedule: str = setting("cosine", "after the warm-up, cosine: cosine decay to min_lr at the end; rsqrt: lr x sqrt(warm-up / time), "
+                                      "the original Transformer's decay, then a linear cool-down to min_lr over the last cooldown_frac")
+    cooldown_frac: float = setting(
+        0.2, "with schedule rsqrt: the share of the run (steps, or the time budget) spent cooling down to min_lr", ge=0, lt=1)
+    optimizer: str = setting("adamw", "adamw: AdamW for every parameter; muon: Muon for the hidden matrices, AdamW for the rest "
+                                      "(train/optimizers.py)")
+    momentum: float = setting(0.95, "Muon's momentum (with optimizer muon)", ge=0, lt=1)
+    weight_decay: float = setting(0.1, "decoupled weight decay, on matrices only", ge=0)
+    beta1: float = setting(0.9, "AdamW's decay rate of the gradient's mean", ge=0, lt=1)
+    beta2: float = setting(0.99, "AdamW's decay rate of the gradient's second moment", ge=0, lt=1)
+    grad_clip: float = setting(1.0, "clip the gradient's global norm to this; 0 switches clipping off", ge=0)
+    grad_accum: int = setting(1, "micro-batches per optimizer step", ge=1)
+    eval_interval: int = setting(250, "steps between validation estimates and checkpoints", ge=1)
+    eval_batches: int = setting(20, "batches of the periodic validation estimate; the final one scores the whole split", ge=1)
+    log_interval: int = setting(10, "steps between loss lines in metrics.jsonl", ge=1)
+    seed: int = setting(1337, "the initial weights and the batches", ge=0, lt=MAX_SEED)
+    device: str = setting("auto", "auto (a GPU when there is one), cpu, cuda, cuda:N or mps")
+    max_time: float | None = setting(
+        None, "seconds of training, validation estimates included; the run ends at max_iters or when they are spent, and the "
+              "schedule follows whichever comes first (on the clock: warmup_frac, then decay to min_lr)", gt=0)
+    warmup_frac: float = setting(
+        0.05, "with max_time: the share of the time budget spent warming up (warmup_iters counts steps otherwise)", ge=0, lt=1)
+    precision: str = setting("auto", "auto (the best the device can do), fp32, bf16 or fp16 (train/precision.py)")
+    compile: bool = setting(False, "torch.compile the training forward")
+    activation_checkpointing: bool = setting(False, "recompute each block in backward instead of storing it")
+    peak_flops: float | None = setting(
+        None, "FLOP/s per device for MFU; None: the card's table entry or a CPU measurement", gt=0)
+    tensorboard: bool = setting(False, "also write TensorBoard event files (RUN/tensorboard/) from the metrics; needs tensorboard")
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"precision": PRECISIONS, "optimizer": OPTIMIZERS, "schedule": SCHEDULES}
 
     def __post_init__(self):
-        for name in ("max_iters", "batch_size", "grad_accum", "eval_interval", "log_interval", "eval_batches"):
-            check_int(name, getattr(self, name))
-        check_int("warmup_iters", self.warmup_iters, minimum=0)
-        for name in ("lr", "min_lr", "weight_decay", "beta1", "beta2", "momentum", "grad_clip"):
-            if not _is_finite(getattr(self, name)):
-                raise InvalidValue(f"{name} must be a finite number, got {getattr(self, name)!r}")
-        if not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
+        if _is_finite(self.lr) and _is_finite(self.min_lr) and not (self.lr > 0 and 0 <= self.min_lr <= self.lr):
             raise InvalidValue(f"need lr > 0 and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
-        if self.grad_clip < 0 or self.weight_decay < 0:
-            raise InvalidValue(f"grad_clip and weight_decay must be >= 0, got {self.grad_clip} and {self.weight_decay}")
-        if self.optimizer not in OPTIMIZERS:
-            raise InvalidValue(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}")
-        for name in ("beta1", "beta2", "momentum"):  # AdamW's moment decay rates, Muon's momentum
-            if not 0 <= getattr(self, name) < 1:
-                raise InvalidValue(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if not _is_int(self.seed) or not 0 <= self.seed < MAX_SEED:
-            raise InvalidValue(f"seed must be an integer in [0, 2**63 - 2**16), got {self.seed!r}")
-        if self.max_time is not None and not (_is_finite(self.max_time) and self.max_time > 0):
-            raise InvalidValue(f"max_time must be a positive number of seconds, got {self.max_time}")
-        if not (_is_finite(self.warmup_frac) and 0 <= self.warmup_frac < 1):
-            raise InvalidValue(f"warmup_frac must be a number in [0, 1), got {self.warmup_frac!r}")
-        if self.schedule not in SCHEDULES:
-            raise InvalidValue(f"schedule must be one of {', '.join(SCHEDULES)}; got {self.schedule!r}")
-        if not (_is_finite(self.cooldown_frac) and 0 <= self.cooldown_frac < 1):
-            raise InvalidValue(f"cooldown_frac must be a number in [0, 1), got {self.cooldown_frac!r}")
+        check_settings(self)  # the bounds, switches and choices declared above
         if self.schedule == "rsqrt" and not (self.warmup_iters > 0 and self.warmup_frac > 0):
             raise InvalidValue("schedule rsqrt decays relative to the warm-up: it needs warmup_iters > 0 and warmup_frac > 0")
-        if self.precision not in PRECISIONS:
-            raise InvalidValue(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}")
-        for name in ("compile", "activation_checkpointing"):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidValue(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if self.peak_flops is not None and not (_is_finite(self.peak_flops) and self.peak_flops > 0):
-            raise InvalidValue(f"peak_flops must be a positive number of FLOP/s, got {self.peak_flops!r}")
         if not isinstance(self.device, str):
             raise InvalidValue(f"device must be a name (auto, cpu, cuda, cuda:N), got {self.device!r}")
 
