@@ -29,8 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from redthread.serve import probe as probe_module
+from redthread.errors import RedthreadError
 from redthread.serve.app import create_app
+from redthread.viz import inspector as inspector_module
 from tests.faults.conftest import ROOT, assert_one_line_error, cli
 from tests.tiny import save_tiny_run, save_tiny_vit_run
 
@@ -298,10 +299,10 @@ def test_a_lone_surrogate_in_any_other_string_gets_a_422(client, path, body):
     assert_error(post_raw(client, path, body), 422)
 
 
-def test_the_probe_refuses_a_lone_surrogate_itself(runs):
-    probe = probe_module.load_probe(checkpoint=runs / "lm")
-    with pytest.raises(probe_module.RedthreadError, match="lone surrogate"):
-        probe.attention_payload("to \udc80")
+def test_the_inspector_refuses_a_lone_surrogate_itself(runs):
+    inspector = inspector_module.load_inspector(checkpoint=runs / "lm")
+    with pytest.raises(RedthreadError, match="lone surrogate"):
+        inspector.attention_payload("to \udc80")
 
 
 # --- 6. corrupt runs -----------------------------------------------------------------------------
@@ -340,7 +341,7 @@ def held(monkeypatch):
         release.wait(20)
         return {"title": text, "model": "held", "notice": None, "tabs": []}
 
-    monkeypatch.setattr(probe_module.Probe, "attention_payload", slow)
+    monkeypatch.setattr(inspector_module.Inspector, "attention_payload", slow)
     yield entered, release
     release.set()
 
@@ -383,7 +384,7 @@ def test_a_request_past_the_time_limit_answers_504_and_the_server_goes_on(runs, 
 
 
 def test_the_pool_limits_are_checked(runs):
-    with pytest.raises(probe_module.RedthreadError, match="workers >= 1"):
+    with pytest.raises(RedthreadError, match="workers >= 1"):
         create_app(runs, workers=0)
 
 
@@ -445,7 +446,7 @@ def test_a_server_bug_gets_a_one_line_500_and_no_traceback(runs, monkeypatch, ca
     def broken(self, *args, **kwargs):
         raise ZeroDivisionError("a secret detail\non two lines")
 
-    monkeypatch.setattr(probe_module.Probe, "next_token", broken)
+    monkeypatch.setattr(inspector_module.Inspector, "next_token", broken)
     client = TestClient(create_app(runs), raise_server_exceptions=False)
     r = client.post("/api/next", json={"model": "lm", "text": TEXT})
     assert r.status_code == 500 and r.json() == {
