@@ -215,6 +215,7 @@ def build_parser_help(command: str) -> str:
     return build_parser()._subparsers._group_actions[0].choices[command].format_help()
 
 
+@pytest.mark.slow  # a child process
 def test_console_script_exits_nonzero_without_traceback(tmp_path):
     """The real process: `python -m redthread`, exit code and stderr as a user sees them."""
     proc = subprocess.run(
@@ -272,6 +273,7 @@ def test_train_prints_plain_progress_lines_when_output_is_not_a_terminal(tmp_pat
     assert steps and steps[-1].startswith("step 12/12 (100%)")
 
 
+@pytest.mark.slow  # child processes
 def test_version_and_the_experiment_list():
     from importlib.metadata import version
 

@@ -106,6 +106,7 @@ def test_latin_text_looks_the_same_with_the_cjk_fallback():
         assert not np.array_equal(plain, pixels(fig))
 
 
+@pytest.mark.slow  # child processes
 def test_the_module_run_as_a_file_answers_setup_sh_without_importing_torch():
     import subprocess
     import sys

@@ -19,6 +19,7 @@ print(matplotlib.get_backend())
 
 
 @pytest.mark.parametrize("kernel, backend", [(True, "svg"), (False, "agg")])
+@pytest.mark.slow  # a child process per case
 def test_the_backend_is_left_alone_in_a_kernel_and_agg_elsewhere(kernel, backend):
     out = subprocess.run([sys.executable, "-c", PROBE.format(kernel=kernel)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

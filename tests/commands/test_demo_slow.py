@@ -7,7 +7,7 @@ terminal); one parameter count, saying what it counts; the Transformer beating t
 by at least 0.3 nats per character on the same validation text, said in one line in bits; and
 samples that look like the plays (a speech under a speaker's name, in lines of verse length).
 
-Three minutes of wall time plus start-up: it runs in CI (CI=true), or with REDTHREAD_SLOW_TESTS=1.
+Three minutes of wall time plus start-up: marked slow (the full run, CI, has it; -m "not slow" leaves it out).
 """
 
 import os
@@ -19,8 +19,7 @@ import sys
 import pytest
 
 pytestmark = [
-    pytest.mark.skipif(not (os.environ.get("CI") or os.environ.get("REDTHREAD_SLOW_TESTS")),
-                       reason="three minutes of wall time: runs in CI (CI=true) or with REDTHREAD_SLOW_TESTS=1"),
+    pytest.mark.slow,  # three minutes of wall time
     pytest.mark.skipif(shutil.which("taskset") is None, reason="needs taskset (util-linux) to pin the demo to one core"),
 ]
 MARGIN = 0.3  # nats per character below the bigram counts

@@ -6,6 +6,8 @@ import pytest
 
 from tests.docs.conftest import EXAMPLE, REPO, build_tour
 
+pytestmark = pytest.mark.slow  # executes chapters in Jupyter kernels: child processes
+
 HEADER = EXAMPLE.read_text(encoding="utf-8").split("# %%", 1)[0]
 
 

@@ -45,6 +45,7 @@ def test_history_rows_are_complete():
             assert row.date and row.change and row.before and row.reason, (name, row)
 
 
+@pytest.mark.slow  # asks git for the history
 def test_the_fingerprint_follows_a_change():
     c = next(iter(CRITERIA["scaling"].items()))
     changed = {**CRITERIA["scaling"], c[0]: type(c[1])(**{**c[1].__dict__, "floor": c[1].floor * 2})}
@@ -58,6 +59,7 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=HISTORY_FILE.parent, capture_output=True, text=True, timeout=30).stdout
 
 
+@pytest.mark.slow  # asks git for the history
 def test_registered_fingerprints_never_change_in_git():
     first = _git("log", "--format=%H", "--reverse", "--", HISTORY_FILE.name).split()
     if not first:

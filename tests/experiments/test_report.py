@@ -31,6 +31,7 @@ def test_tables_escape_pipes_and_land_in_json(tmp_path):
     assert json.loads((tmp_path / "report.json").read_text())["numbers"]["tables"]["t"]["rows"] == [["a|b", 0.5]]
 
 
+@pytest.mark.slow  # runs experiments; the report asks git for the history
 def test_experiment_all_writes_an_index(tmp_path, monkeypatch):
     import redthread.commands.experiment as command
 
@@ -54,6 +55,7 @@ def test_bad_input_is_one_line(tmp_path):
     assert "regression" in available()
 
 
+@pytest.mark.slow  # runs experiments; the report asks git for the history
 def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
     import redthread.commands.experiment as command
 

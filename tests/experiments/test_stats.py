@@ -87,6 +87,7 @@ def test_a_proportions_verdict_agrees_with_its_interval(kn, threshold, method):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=12))
+@pytest.mark.slow  # 30 s
 def test_holm_is_statsmodels(p_values):
     rejected, adjusted, _, _ = multipletests(p_values, alpha=0.025, method="holm")
     assert holm(p_values) == rejected.tolist()

@@ -337,6 +337,7 @@ def test_a_directory_in_place_of_the_file_says_so(run, corpus):
         assert "No such file" not in err
 
 
+@pytest.mark.slow  # a child process
 def test_a_fifo_in_place_of_the_file_is_refused_not_opened(run, corpus):
     """Opening a FIFO for reading blocks until a writer comes: it must be refused before opening."""
     (run / FILENAME).unlink()
@@ -354,6 +355,7 @@ sys.exit(main(["sample", "--checkpoint", sys.argv[1], "--max-new-tokens", "2"]))
 """
 
 
+@pytest.mark.slow  # a child process, as user nobody
 def test_an_unreadable_file_says_permission_denied(trained):
     """Reported as the operating system says it, not as "No such file or directory". As root
     (where chmod 000 stops nobody) the command runs in a child that drops to user nobody."""

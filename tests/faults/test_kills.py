@@ -13,8 +13,8 @@ checkpoint must hold the uninterrupted run's model and optimizer tensors bit for
 step (metadata may differ), and no temporary file may be left. SIGKILL gives the process no
 chance to clean up; SIGINT (Ctrl-C) and SIGTERM save the last completed step and exit 130 / 143.
 
-The default run makes three SIGKILLs and two SIGINTs; `-m slow` makes thirty SIGKILLs and ten of
-each stop signal. Each test prints one line saying how many kills the runs survived, and how many
+Every test here spawns processes, so the module is slow (the full run, CI); its short cases make three SIGKILLs and
+two SIGINTs, its long ones thirty SIGKILLs and ten of each stop signal. Each test prints one line saying how many kills the runs survived, and how many
 landed inside a checkpoint write or before the first checkpoint.
 """
 
@@ -35,6 +35,8 @@ import torch
 from safetensors import safe_open
 
 from tests.faults.conftest import TINY_MODEL
+
+pytestmark = pytest.mark.slow  # child processes, killed at random moments
 
 FILENAME = "checkpoint.safetensors"
 MAX_ITERS = 16

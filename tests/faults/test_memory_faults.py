@@ -23,6 +23,8 @@ from safetensors.torch import save_file
 
 from .conftest import TINY_MODEL, TINY_TRAIN, assert_one_line_error, cli, cli_process
 
+pytestmark = pytest.mark.slow  # child processes under memory ceilings
+
 LIMIT = 4 * 2**30  # the address space a child may use: a regression fails in it instead of swallowing the machine
 CPU = {"CUDA_VISIBLE_DEVICES": ""}  # a CUDA context reserves far more address space than LIMIT
 RUN = ["--n-layer", "1", "--n-head", "2", "--d-model", "32", "--block-size", "32", "--device", "cpu", "--no-progress"]

@@ -254,6 +254,7 @@ def tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+@pytest.mark.slow  # mounts a tmpfs
 def test_read_only_output_is_refused_before_compute(tmpfs, corpus, good_run):
     ro = tmpfs("ro", read_only=True)
     code, out, err = cli("train", "--data", corpus, "--out", ro / "run", *TINY_MODEL, *TINY_TRAIN)
@@ -271,6 +272,7 @@ def test_read_only_output_is_refused_before_compute(tmpfs, corpus, good_run):
     assert time.perf_counter() - t0 < 10  # refused before the experiment runs
 
 
+@pytest.mark.slow  # mounts a tmpfs
 def test_full_disk_is_refused_before_compute(tmpfs, corpus):
     small = tmpfs("small", size="1m")
     (small / "filler").write_bytes(b"\0" * (1024 * 1024 - 64 * 1024))
@@ -278,6 +280,7 @@ def test_full_disk_is_refused_before_compute(tmpfs, corpus):
     assert_one_line_error(code, err, "disk")
 
 
+@pytest.mark.slow  # a child process
 def test_sigterm_saves_like_sigint(tmp_path, corpus):
     out = tmp_path / "run"
     proc = subprocess.Popen(
@@ -346,6 +349,7 @@ def test_bad_flag_values_are_one_line(args, needle):
     assert_one_line_error(code, err, needle)
 
 
+@pytest.mark.slow  # a child process
 def test_console_script_bad_input_has_no_traceback(tmp_path):
     proc = cli_process("train", "--out", tmp_path / "r", "--data", tmp_path / "missing.txt", timeout=120)
     assert_one_line_error(proc.returncode, proc.stderr, "missing.txt")

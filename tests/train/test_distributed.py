@@ -23,6 +23,8 @@ from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, read_metrics, train
 from tests.train.test_loop import Interrupting, make_data
 
+pytestmark = pytest.mark.slow  # DDP: processes that train together
+
 WORLD = 2
 MODEL = TransformerConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, d_model=16, dropout=0.0)  # no per-rank dropout masks
 CFG = TrainConfig(max_iters=6, batch_size=4, grad_accum=2, eval_interval=3, eval_batches=2, log_interval=3, warmup_iters=2)
