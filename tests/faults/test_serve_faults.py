@@ -194,6 +194,7 @@ def decode_in_child(path: Path, fit: int | None) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # decodes in a child process, to measure its memory alone
 @pytest.mark.parametrize("width,height,colour", BOMBS, ids=["20000-grey", "8000-rgb", "12000-grey"])
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="measures memory through Linux's /proc")
 def test_decoding_a_bomb_stays_within_a_memory_ceiling(tmp_path, record_property, width, height, colour):
@@ -207,6 +208,7 @@ def test_decoding_a_bomb_stays_within_a_memory_ceiling(tmp_path, record_property
     print(f"\n{width}x{height} bomb: peak {measured['above_mb']:.0f} MB above the baseline of {measured['baseline_mb']:.0f} MB")
 
 
+@pytest.mark.slow  # decodes in a child process, to measure its memory alone
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="measures memory through Linux's /proc")
 def test_the_largest_image_allowed_decodes_within_the_ceiling_for_the_model(tmp_path, record_property):
     big = tmp_path / "big.png"
