@@ -22,9 +22,9 @@ and no model, while models read its types (`RegressionData`, the captioner's BOS
 `train.checkpoint` its tokenizers. `redthread/__init__.py` re-exports the public API from every
 band and is not checked; no module may import the bare `redthread` package (it pulls in all).
 
-KNOWN_VIOLATIONS are the upward imports that remain, each with its reason: only a deprecated alias,
-kept one release for the README's public API. The test fails on any import not in the list and on
-any entry that no longer happens, so the list only shrinks.
+KNOWN_VIOLATIONS would list the upward imports that remain, each with its reason; it is empty (the
+last, a deprecated alias, went with issue 26). The test fails on any import not in the list and on
+any entry that no longer happens, so the list can only stay empty.
 """
 
 from __future__ import annotations

@@ -312,7 +312,6 @@ def _check_task_flags(args) -> None:
 
 
 def run(args) -> None:
-    from redthread.train.distributed import is_main
 
     if args.command == "train":
         _check_task_flags(args)
@@ -320,52 +319,20 @@ def run(args) -> None:
         from redthread.commands.demo import run_demo
 
         run_demo(args.out, args.minutes, args.device, progress=_progress(args))
-    elif args.command == "train" and args.task == "vit-digits":
-        from redthread.commands.images import train_vit_digits
-
-        if args.data is not None:
-            raise RedthreadError("--task vit-digits trains on scikit-learn's bundled digits: drop --data")
-        model_fields = {**_picked(args, args.model_flags), **_picked(args, ("patch_size", "pool"))}
-        r = train_vit_digits(args.out, args.upscale, model_fields, _picked(args, args.train_flags), resume=args.resume,
-                             overwrite=args.overwrite, progress=_progress(args), log=print)
-        if is_main():  # under torchrun every process gets here: rank 0 reports
-            print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
-            print(f"run folder: {args.out}")
-    elif args.command == "train" and args.task in ("caption-shapes", "caption-digits"):
-        from redthread.commands.captions import report_lines, train_captioner
-
-        if args.data is not None:
-            raise RedthreadError(f"--task {args.task} generates its own scenes: drop --data")
-        if "n_layer" in _picked(args, args.model_flags):
-            raise RedthreadError("the captioner has two stacks: use --n-layer-encoder and --n-layer-decoder, not --n-layer")
-        model_fields = {**_picked(args, args.model_flags), **_picked(args, ("n_layer_encoder", "n_layer_decoder"))}
-        r = train_captioner(args.task, args.out, model_fields, _picked(args, args.train_flags), args.scenes, args.colours,
-                            args.shapes, args.patch_size, resume=args.resume, overwrite=args.overwrite,
-                            progress=_progress(args), log=print)
-        if is_main():
-            for line in report_lines(r):
-                print(line)
-            print(f"run folder: {args.out}")
     elif args.command == "train":
-        from redthread.train.language_model import train_language_model
+        model, training = _picked(args, args.model_flags), _picked(args, args.train_flags)
+        if args.task == "vit-digits":
+            from redthread.commands.images import vit_command
 
-        run = train_language_model(
-            args.out, args.data, args.tokenizer, args.vocab_size, _picked(args, args.model_flags), _picked(args, args.train_flags),
-            resume=args.resume, overwrite=args.overwrite, progress=_progress(args), log=print,
-        )
-        f = run.final
-        if is_main():  # under torchrun every process gets here: rank 0 reports
-            from dataclasses import asdict
+            vit_command(args, {**model, **_picked(args, ("patch_size", "pool"))}, training, _progress(args))
+        elif args.task in ("caption-shapes", "caption-digits"):
+            from redthread.commands.captions import captions_command
 
-            from redthread.files import write_toml
+            captions_command(args, model, training, _progress(args))
+        else:
+            from redthread.commands.train import train_command
 
-            model = {k: v for k, v in run.model.cfg.to_dict().items() if k not in ("vocab_size", "src_vocab_size")}
-            write_toml(run.run_dir / "run.toml", {"data": args.data, "tokenizer": args.tokenizer, "vocab_size": args.vocab_size,
-                                                  "model": model, "training": asdict(run.train_cfg)},
-                       header="the settings of this run: redthread train --config run.toml --out NEW_FOLDER repeats it")
-            print(f"validation (every token once): {f['nll']:.4f} nats/token, perplexity {f['ppl']:.2f}, {f['bpc']:.4f} bits/char "
-                  f"(scored in {f['seconds']:.1f} s, after the {run.result.elapsed:.1f} s of training)")
-            print(f"run folder: {run.run_dir} (its settings: run.toml)")
+            train_command(args, model, training, _progress(args))
     elif args.command == "sample":
         from redthread.commands.sample import read_prompt, sample_text
         from redthread.generate.config import SampleConfig
@@ -408,15 +375,9 @@ def run(args) -> None:
         serve_command(args.runs, args.host, args.port, args.max_chars, args.device,
                       workers=args.workers, queue=args.queue, time_limit=args.time_limit, token=args.token)
     elif args.command == "export":
-        from redthread.interop.huggingface import export_gpt2
-        from redthread.models.transformer import TransformerLM
-        from redthread.train.checkpoint import read_checkpoint
+        from redthread.commands.export import export_command
 
-        ckpt = read_checkpoint(args.checkpoint)
-        if not isinstance(ckpt.model, TransformerLM):
-            raise RedthreadError(f"{args.checkpoint} holds a {ckpt.model_class}: only a TransformerLM exports to GPT-2")
-        folder = export_gpt2(ckpt.model, args.out, tokenizer=ckpt.tokenizer, overwrite=args.overwrite)
-        print(f"GPT-2 folder: {folder} (load it with transformers.GPT2LMHeadModel.from_pretrained)")
+        export_command(args.checkpoint, args.out, args.overwrite)
     elif args.command == "experiment":
         from redthread.commands.experiment import experiment_command
 

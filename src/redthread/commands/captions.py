@@ -27,6 +27,7 @@ from redthread.files import atomic_write_text
 from redthread.generate.captions import GREEDY, caption
 from redthread.generate.config import SampleConfig
 from redthread.models.captioner import Captioner, CaptionerConfig, captioner_config
+from redthread.train.distributed import is_main
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.train.memory import check_training_fits
 from redthread.train.recipes import CAPTION_TRAIN
@@ -137,3 +138,19 @@ def report_lines(r: dict) -> list[str]:
         (f"grounding: {r['grounding']:.3f} of each object word's cross-attention on its object "
         f"(per layer {layers}) against {r['uniform_baseline']:.3f} for uniform attention ({r['grounded_words']} words)"),
     ]
+
+
+def captions_command(args, model_fields: dict, train_fields: dict, progress) -> None:
+    """`redthread train --task caption-shapes|caption-digits`: train, then print the test report."""
+    if args.data is not None:
+        raise RedthreadError(f"--task {args.task} generates its own scenes: drop --data")
+    if "n_layer" in model_fields:
+        raise RedthreadError("the captioner has two stacks: use --n-layer-encoder and --n-layer-decoder, not --n-layer")
+    stacks = {n: getattr(args, n) for n in ("n_layer_encoder", "n_layer_decoder") if getattr(args, n) is not None}
+    model_fields = {**model_fields, **stacks}
+    r = train_captioner(args.task, args.out, model_fields, train_fields, args.scenes, args.colours, args.shapes,
+                        args.patch_size, resume=args.resume, overwrite=args.overwrite, progress=progress, log=print)
+    if is_main():
+        for line in report_lines(r):
+            print(line)
+        print(f"run folder: {args.out}")

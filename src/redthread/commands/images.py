@@ -28,6 +28,7 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text, check_report_folder, fresh_output_path
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
+from redthread.train.distributed import is_main
 from redthread.train.loop import TrainConfig, train
 from redthread.train.loop import classifier_score as score
 from redthread.train.memory import check_training_fits
@@ -229,3 +230,14 @@ def image_attention_command(args, log=print) -> None:
         log(f"figure: {figure}" + ("" if shown.caption is None else f" (one panel per word of \"{shown.caption}\")"))
     write_explorer(shown.payload, out)
     log(f"explorer: {out} ({title})")
+
+
+def vit_command(args, model_fields: dict, train_fields: dict, progress) -> None:
+    """`redthread train --task vit-digits`: train, then print the test accuracy and NLL."""
+    if args.data is not None:
+        raise RedthreadError("--task vit-digits trains on scikit-learn's bundled digits: drop --data")
+    r = train_vit_digits(args.out, args.upscale, model_fields, train_fields, resume=args.resume,
+                         overwrite=args.overwrite, progress=progress, log=print)
+    if is_main():
+        print(f"test ({r['images']} images): accuracy {r['accuracy']:.4f}, NLL {r['nll']:.4f} nats/image")
+        print(f"run folder: {args.out}")

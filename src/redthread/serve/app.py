@@ -52,16 +52,16 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic_core import PydanticCustomError
-from safetensors import safe_open
 from starlette.exceptions import HTTPException
 
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.generate.config import SampleConfig
 from redthread.models.registry import RUNGS
+from redthread.train.checkpoint import FILENAME, header_model_class
 from redthread.viz.inspector import MAX_CANDIDATES, ImageInspector, Inspector, check_text, load_inspector
 from redthread.words import plural
 
-CHECKPOINT = "checkpoint.safetensors"
+CHECKPOINT = FILENAME  # what makes a folder a run
 MAX_LOADED = 4  # models kept in memory at once
 MAX_DEPTH = 4  # how deep under the runs folder runs are looked for
 MAX_IMAGE_BYTES = 4 * 2**20  # an uploaded image file, decoded
@@ -179,19 +179,13 @@ def find_runs(runs_dir: Path) -> dict[str, Run]:
             continue
         name = ckpt.parent.relative_to(runs_dir).as_posix() or "."
         try:
-            model_class = _model_class(ckpt)
+            model_class = header_model_class(ckpt)
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for a truncated or garbled file
             found[name] = Run(ckpt.parent, None, one_line(f"{name} is unavailable: unreadable checkpoint {ckpt}: {e}"))
             continue
         if model_class in RUN_INPUTS:
             found[name] = Run(ckpt.parent, RUN_INPUTS[model_class], attends=model_class in ATTENDS)
     return found
-
-
-def _model_class(ckpt: Path) -> str | None:
-    """The model class a checkpoint's header names; None for a safetensors file that names none."""
-    with safe_open(str(ckpt), framework="pt") as f:
-        return (f.metadata() or {}).get("model_class")
 
 
 def file_version(folder: Path) -> tuple[int, int] | None:

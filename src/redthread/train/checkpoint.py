@@ -98,6 +98,14 @@ def checkpoint_path(path: str | os.PathLike) -> Path:
     return path / FILENAME if path.is_dir() or not path.suffix else path
 
 
+def header_model_class(path: str | os.PathLike) -> str | None:
+    """The model class a checkpoint's header names, read without its tensors (a catalogue of runs reads
+    many); None for a safetensors file that names none. A truncated or garbled file raises what
+    safetensors raises: the caller says which run is unavailable."""
+    with safe_open(str(checkpoint_path(path)), framework="pt") as f:
+        return (f.metadata() or {}).get("model_class")
+
+
 def _model_tensors(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     """State dict with shared tensors (tied weights) stored once, plus the aliases to restore them."""
     tensors, aliases, seen = {}, {}, {}
