@@ -62,3 +62,20 @@ def test_a_fast_test_is_refused_a_process(spawned, request):
 def test_a_slow_test_may_start_one(spawned):
     assert subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout == "42\n"
     assert spawned == []
+
+
+@pytest.mark.slow  # two pytest processes
+def test_the_long_campaign_is_slow_and_asked_for_by_name():
+    """The fault campaign (hours: 30 kills, thousands of fuzz examples, a 2 GB file) is deselected by pyproject's
+    addopts, visibly ("deselected"), and runs with `-m campaign`; each of its tests is slow as well."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-m 'not campaign'" in options["addopts"] and [m for m in options["markers"] if m.startswith("campaign:")]
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-m", "campaign", "tests/faults",
+                             "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+    campaign = [line for line in listed.splitlines() if "::" in line]
+    assert len(campaign) >= 8, listed[-2000:]
+    assert any("2gb" in t for t in campaign) and any("_long" in t for t in campaign)
+    not_slow = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-m", "campaign and not slow",
+                               "tests/faults", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300).stdout
+    assert not [line for line in not_slow.splitlines() if "::" in line], not_slow[-2000:]

@@ -4,8 +4,9 @@ Shared helpers: `cli` runs the command line in-process, `cli_process` in a child
 kills, memory ceilings and exit codes as a shell sees them), `assert_one_line_error` checks the
 promise every bad input gets: one line on stderr naming the problem, a non-zero exit, no traceback.
 
-Every test that spawns a process is marked `slow` (see tests/conftest.py); the long campaign (many kills,
-many fuzz examples) is too. Plain `pytest` runs them all; `-m "not slow"` leaves them out.
+Every test that spawns a process is marked `slow` (see tests/conftest.py). The long campaign (many kills,
+many fuzz examples, a 2 GB file) is marked `campaign`, which pyproject.toml's addopts deselect: plain
+`pytest` (CI) runs everything else, `pytest tests/faults -m campaign` runs the campaign.
 """
 
 from __future__ import annotations

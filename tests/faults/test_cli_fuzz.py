@@ -118,10 +118,12 @@ def test_eval_flags_never_traceback(fuzz_run):
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_train_flags_never_traceback_long(corpus):
     fuzz(LONG, TRAIN_FLAGS, lambda argv: _train(corpus, argv))
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 def test_sample_flags_never_traceback_long(fuzz_run):
     fuzz(LONG, SAMPLE_FLAGS, lambda argv: _sample(fuzz_run, argv))

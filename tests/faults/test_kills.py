@@ -254,7 +254,7 @@ def assert_no_orphans(run: Path) -> None:
     assert temporary_files(run) == []
 
 
-@pytest.mark.parametrize("kills", [3, pytest.param(30, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kills", [3, pytest.param(30, marks=pytest.mark.campaign)])
 def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path, corpus, reference, capsys, kills):
     campaign, run = run_campaign(tmp_path, corpus, reference, signal.SIGKILL, kills)
     assert_bit_identical(run, reference)
@@ -264,8 +264,8 @@ def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path, corpus
 
 @pytest.mark.parametrize("sig, kills", [
     (signal.SIGINT, 2),
-    pytest.param(signal.SIGINT, 10, marks=pytest.mark.slow),
-    pytest.param(signal.SIGTERM, 10, marks=pytest.mark.slow),
+    pytest.param(signal.SIGINT, 10, marks=pytest.mark.campaign),
+    pytest.param(signal.SIGTERM, 10, marks=pytest.mark.campaign),
 ], ids=["SIGINT-2", "SIGINT-10", "SIGTERM-10"])
 def test_stop_signal_at_random_moments_then_resume_is_bit_identical(tmp_path, corpus, reference, capsys, sig, kills):
     """Ctrl-C and SIGTERM save the last completed step and exit; resumed, the run ends as if never stopped."""

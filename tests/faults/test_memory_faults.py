@@ -192,7 +192,7 @@ def test_training_on_a_large_file_keeps_memory_flat(tmp_path):
     assert peak - base < 256 * 2**20, (base, peak)
 
 
-@pytest.mark.slow
+@pytest.mark.campaign
 def test_training_on_a_2gb_file_stays_under_1gb(tmp_path):
     """The issue's figure: a 2 GB text file trains in under 1 GB. The final pass scores ~200 M validation tokens."""
     base, peak = check_flat_memory(tmp_path, 2 * 10**9, timeout=3 * 3600)

@@ -545,6 +545,7 @@ def test_fuzz_no_body_gets_a_500(client, path, record_property):
 
 
 @pytest.mark.slow
+@pytest.mark.campaign
 @pytest.mark.parametrize("path", list(FIELDS))
 def test_fuzz_no_body_gets_a_500_long(client, path, record_property):
     fuzz(client, path, 1000, record_property)
