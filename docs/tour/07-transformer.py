@@ -95,7 +95,7 @@ print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tok
 
 # %%
 T, d = 16, 64
-block = rt.EncoderBlock(d_model=d, n_head=4, d_ff=4 * d).eval()
+block = rt.EncoderBlock(rt.BlockConfig(d_model=d, n_head=4, d_ff=4 * d)).eval()
 x = torch.randn(1, T, d)  # (B, T, C): token vectors, no positions
 perm = torch.arange(T).flip(0)  # reverse the sequence
 pe = rt.SinusoidalPositionalEncoding(block_size=T, d_model=d)(0, T)  # (T, C): p_0 .. p_{T-1}

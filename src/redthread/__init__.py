@@ -13,7 +13,7 @@ from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, 
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
-from redthread.layers.blocks import DecoderBlock, EncoderBlock
+from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
@@ -43,8 +43,8 @@ __all__ = [
     "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",
     "CaptionerConfig", "Captioner",
-    "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "EncoderBlock", "DecoderBlock",
-    "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
+    "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "BlockConfig", "EncoderBlock",
+    "DecoderBlock", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",

@@ -9,7 +9,7 @@ from torch import nn
 
 from redthread.errors import RedthreadError
 from redthread.layers.attention import causal_mask
-from redthread.layers.blocks import DecoderBlock, EncoderBlock, Residual
+from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock, Residual
 from redthread.layers.positional import sinusoidal_table
 
 ATOL64 = 1e-10
@@ -48,7 +48,7 @@ def copy_ffn(ref, ours_ffn):
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_encoder_block_matches_nn_transformer_encoder_layer(norm, padding, activation):
     torch.manual_seed(0)
-    ours = EncoderBlock(C, H, F, dropout=0.0, norm=norm, activation=activation).double()
+    ours = EncoderBlock(BlockConfig(C, H, F, dropout=0.0, norm=norm, activation=activation)).double()
     randomize(ours, seed=1)
     ref = nn.TransformerEncoderLayer(
         C, H, F, dropout=0.0, activation=activation, batch_first=True, norm_first=norm == "pre", dtype=torch.float64
@@ -71,7 +71,7 @@ def test_encoder_block_matches_nn_transformer_encoder_layer(norm, padding, activ
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_decoder_block_matches_nn_transformer_decoder_layer(norm):
     torch.manual_seed(0)
-    ours = DecoderBlock(C, H, F, dropout=0.0, norm=norm, activation="gelu", cross=True).double()
+    ours = DecoderBlock(BlockConfig(C, H, F, dropout=0.0, norm=norm, activation="gelu"), cross=True).double()
     randomize(ours, seed=2)
     ref = nn.TransformerDecoderLayer(
         C, H, F, dropout=0.0, activation="gelu", batch_first=True, norm_first=norm == "pre", dtype=torch.float64

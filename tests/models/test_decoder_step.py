@@ -7,7 +7,7 @@ import torch
 
 from redthread.errors import RedthreadError
 from redthread.generate.sampler import decoding_step, generate
-from redthread.layers.blocks import DecodeStep
+from redthread.layers.decode_step import DecodeStep
 from redthread.models.transformer import Decoder, TransformerConfig, TransformerLM
 from redthread.viz.record import record_attention
 

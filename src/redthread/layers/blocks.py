@@ -5,10 +5,13 @@ LayerNorm keeps each sublayer's input distribution stable (Ba et al. 2016).
 - post-norm, as in the original paper (Vaswani et al. 2017, section 3.1): x = LN(x + Sublayer(x))
 - pre-norm, the default here (Xiong et al. 2020; GPT-2): x = x + Sublayer(LN(x)), which trains
   deep stacks without a careful warm-up; the stack then ends with one final LayerNorm.
+Each block's `forward` writes both orders out, two lines each (three with cross-attention).
 
 EncoderBlock: self-attention over the whole input (non-causal) + FFN.
 DecoderBlock: masked (causal) self-attention, then, when `cross=True`, cross-attention to the
 encoder output, then FFN. A decoder-only language model uses `cross=False`.
+Both are built from one `BlockConfig`; `TransformerConfig.block` derives it from a model's config.
+The batch-1 decoding step that copies a DecoderBlock's weights is `layers/decode_step.py`.
 
 Shape legend: B batch, T target length, S source length, C d_model.
 """
@@ -17,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import InvalidValue
@@ -27,6 +28,31 @@ from redthread.layers.feedforward import FeedForward
 from redthread.layers.kv_cache import KVCache
 
 NORMS = ("pre", "post")
+
+
+@dataclass(frozen=True)
+class BlockConfig:
+    """Everything a block is built from, written once."""
+
+    d_model: int
+    n_head: int
+    d_ff: int
+    dropout: float = 0.0  # on the attention weights and on each sublayer's output, before the residual sum
+    bias: bool = True  # in every Linear and LayerNorm
+    norm: str = "pre"  # LayerNorm before each sublayer ("pre") or after the residual sum ("post": the paper)
+    activation: str = "gelu"  # the FFN's non-linearity (layers/feedforward.py)
+    scale: float | None = None  # the attention scores' scale; None: 1/sqrt(d_head); 1.0: none (claim C7's experiment)
+    rotary: bool = False  # rotary positions inside self-attention, over up to block_size positions
+    block_size: int | None = None
+    norm_eps: float = 1e-5
+    qk_norm: bool = False  # RMS-normalise each head's queries and keys before the scores
+
+
+def attention(cfg: BlockConfig, causal: bool, cross: bool = False) -> MultiHeadAttention:
+    """A block's multi-head attention; rotary positions rotate self-attention only."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_head, causal=causal, dropout=cfg.dropout, bias=cfg.bias,
+                              scale=cfg.scale, rotary=cfg.rotary and not cross, block_size=cfg.block_size,
+                              qk_norm=cfg.qk_norm)
 
 
 @dataclass
@@ -38,65 +64,59 @@ class LayerCache:
 
 
 class Residual(nn.Module):
-    """x + dropout(sublayer(...)) with LayerNorm before (pre-norm) or after (post-norm)."""
+    """The LayerNorm of one residual connection, as `.norm`: the block's `forward` writes the sum.
 
-    def __init__(self, d_model: int, norm: str, dropout: float, bias: bool, eps: float = 1e-5):
+    Kept as a module of its own so that the parameter names stay `self_attn_res.norm.weight`, the
+    names checkpoints and the Hugging Face key tables (interop/) use."""
+
+    def __init__(self, d_model: int, norm: str, bias: bool = True, eps: float = 1e-5):
         super().__init__()
         if norm not in NORMS:
             raise InvalidValue(f"norm must be one of {NORMS}, got {norm!r}")
         self.pre = norm == "pre"
         self.norm = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.dropout = nn.Dropout(dropout) if dropout > 0 else None  # None: not even a no-op call
 
     def normed_input(self, x: Tensor) -> Tensor:
+        """What the sublayer reads: LN(x) with pre-norm, x with post-norm."""
         return self.norm(x) if self.pre else x
-
-    def add(self, x: Tensor, out: Tensor) -> Tensor:
-        x = x + (out if self.dropout is None else self.dropout(out))
-        return x if self.pre else self.norm(x)
 
 
 class EncoderBlock(nn.Module):
-    def __init__(
-        self,
-        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
-        block_size=None, norm_eps=1e-5, qk_norm=False,
-    ):
+    def __init__(self, cfg: BlockConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size,
-            qk_norm=qk_norm,
-        )
-        self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
-        self.ffn_res = Residual(d_model, norm, dropout, bias, norm_eps)
+        self.self_attn = attention(cfg, causal=False)
+        self.self_attn_res = Residual(cfg.d_model, cfg.norm, cfg.bias, cfg.norm_eps)  # .norm: LN 1
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, bias=cfg.bias, activation=cfg.activation)
+        self.ffn_res = Residual(cfg.d_model, cfg.norm, cfg.bias, cfg.norm_eps)  # .norm: LN 2
+        self.drop = nn.Dropout(cfg.dropout)
+        self.pre = cfg.norm == "pre"
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """x (B, S, C), mask broadcastable to (B, H, S, S) -> (B, S, C)."""
-        x = self.self_attn_res.add(x, self.self_attn(self.self_attn_res.normed_input(x), mask=mask)[0])
-        return self.ffn_res.add(x, self.ffn(self.ffn_res.normed_input(x)))
+        ln1, ln2 = self.self_attn_res.norm, self.ffn_res.norm
+        if self.pre:  # x + Sublayer(LN(x))
+            x = x + self.drop(self.self_attn(ln1(x), mask=mask)[0])
+            x = x + self.drop(self.ffn(ln2(x)))
+        else:  # LN(x + Sublayer(x)): the paper
+            x = ln1(x + self.drop(self.self_attn(x, mask=mask)[0]))
+            x = ln2(x + self.drop(self.ffn(x)))
+        return x
 
 
 class DecoderBlock(nn.Module):
-    def __init__(
-        self,
-        d_model, n_head, d_ff, dropout=0.0, bias=True, norm="pre", activation="gelu", scale=None, rotary=False,
-        block_size=None, norm_eps=1e-5, cross=False, qk_norm=False,
-    ):
+    def __init__(self, cfg: BlockConfig, cross: bool = False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(
-            d_model, n_head, causal=True, dropout=dropout, bias=bias, scale=scale, rotary=rotary, block_size=block_size,
-            qk_norm=qk_norm,
-        )
-        self.self_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
+        self.self_attn = attention(cfg, causal=True)
+        self.self_attn_res = Residual(cfg.d_model, cfg.norm, cfg.bias, cfg.norm_eps)  # .norm: LN 1
         if cross:
-            self.cross_attn = MultiHeadAttention(d_model, n_head, causal=False, dropout=dropout, bias=bias, scale=scale,
-                                                 qk_norm=qk_norm)
-            self.cross_attn_res = Residual(d_model, norm, dropout, bias, norm_eps)
+            self.cross_attn = attention(cfg, causal=False, cross=True)
+            self.cross_attn_res = Residual(cfg.d_model, cfg.norm, cfg.bias, cfg.norm_eps)  # .norm: LN 2
         else:
-            self.cross_attn = None
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, activation=activation)
-        self.ffn_res = Residual(d_model, norm, dropout, bias, norm_eps)
+            self.cross_attn = self.cross_attn_res = None
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, bias=cfg.bias, activation=cfg.activation)
+        self.ffn_res = Residual(cfg.d_model, cfg.norm, cfg.bias, cfg.norm_eps)  # .norm: LN 3
+        self.drop = nn.Dropout(cfg.dropout)
+        self.pre = cfg.norm == "pre"
 
     def forward(
         self,
@@ -106,72 +126,20 @@ class DecoderBlock(nn.Module):
         cache: LayerCache | None = None,
     ) -> Tensor:
         """x (B, T, C); context (B, S, C) the encoder output; context_mask broadcastable to (B, H, T, S)."""
-        h = self.self_attn_res.normed_input(x)
-        x = self.self_attn_res.add(x, self.self_attn(h, cache=None if cache is None else cache.self_attn)[0])
-        if self.cross_attn is not None:
-            if context is None:  # without it, cross-attention would silently become non-causal self-attention
-                raise InvalidValue("this decoder has cross-attention: pass context (the encoder output)")
-            h = self.cross_attn_res.normed_input(x)
-            kv_cache = None if cache is None else cache.cross_attn
-            x = self.cross_attn_res.add(x, self.cross_attn(h, context=context, mask=context_mask, cache=kv_cache)[0])
-        return self.ffn_res.add(x, self.ffn(self.ffn_res.normed_input(x)))
-
-
-class DecodeStep:
-    """A decoder block's step for one new token per row through its cache: x (B, C) -> (B, C).
-
-    The same math as `DecoderBlock.forward` on (B, 1, C) with a cache, for generation, where at
-    batch 1 a step spends as much time on dispatching small ops as in its matrix-vector products
-    (docs/benchmarks.md). So: (B, C) rows, the fewest tensor ops, no submodule calls (module
-    hooks do not fire; `generate` falls back to `forward` when something observes the model),
-    and every matrix copied once, transposed to (in, out), because `x @ W` with a contiguous W
-    streams its rows faster than `x @ W.T` at batch 1 (GPT-2's Conv1D layout). The copies cost
-    one more set of the block's matrices and do not follow later changes to the weights
-    (`TransformerLM.decoder_step` rebuilds them). Self-attention blocks only (no cross-attention).
-    """
-
-    def __init__(self, block: DecoderBlock):
-        if block.cross_attn is not None:
-            raise InvalidValue("DecodeStep covers self-attention blocks only; this one has cross-attention")
-        attn, ffn = block.self_attn, block.ffn
-        self.qkv, self.out = _transposed(attn.qkv_proj), _transposed(attn.out_proj)
-        self.fc_in, self.fc_out = _transposed(ffn.fc_in), _transposed(ffn.fc_out)
-        self.act = ffn.act
-        self.norm1, self.norm2 = block.self_attn_res.norm, block.ffn_res.norm
-        self.pre = block.self_attn_res.pre
-        self.n_head, self.d_head, self.scale, self.rotary = attn.n_head, attn.d_head, attn.scale, attn.rotary
-        self.norm_qk = attn._norm  # QK-norm where the block has it, else the identity
-
-    def __call__(self, x: Tensor, cache: LayerCache) -> Tensor:
-        if self.pre:
-            x = x + self.attend(_norm(self.norm1, x), cache.self_attn)
-            return x + self.feed_forward(_norm(self.norm2, x))
-        x = _norm(self.norm1, x + self.attend(x, cache.self_attn))
-        return _norm(self.norm2, x + self.feed_forward(x))
-
-    def attend(self, x: Tensor, cache: KVCache) -> Tensor:
-        B, C = x.shape
-        qkv = _linear(x, *self.qkv).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
-        qk, v = self.norm_qk(qkv[:, :2]), qkv[:, 2]  # (B, 2, H, 1, D), (B, H, 1, D)
-        if self.rotary is not None:
-            qk = self.rotary(qk, cache.length)
-        q, k = qk.unbind(1)  # (B, H, 1, D) each
-        k, v = cache.update(k, v)  # (B, H, S, D)
-        y = F.scaled_dot_product_attention(q, k, v, scale=self.scale)  # one query: every cached key is visible
-        return _linear(y.reshape(B, C), *self.out)  # (B, H, 1, D) -> (B, C) -> (B, C)
-
-    def feed_forward(self, x: Tensor) -> Tensor:
-        return _linear(self.act(_linear(x, *self.fc_in)), *self.fc_out)  # (B, C) -> (B, d_ff) -> (B, C)
-
-
-def _transposed(linear: nn.Linear) -> tuple[Tensor, Tensor | None]:
-    return linear.weight.detach().t().contiguous(), linear.bias  # (in, out)
-
-
-def _linear(x: Tensor, w_t: Tensor, bias: Tensor | None) -> Tensor:
-    """x @ w_t + bias with w_t (in, out): nn.Linear with a transposed weight."""
-    return x @ w_t if bias is None else torch.addmm(bias, x, w_t)
-
-
-def _norm(norm: nn.LayerNorm, x: Tensor) -> Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        cross = self.cross_attn is not None
+        if cross and context is None:  # without it, cross-attention would silently become non-causal self-attention
+            raise InvalidValue("this decoder has cross-attention: pass context (the encoder output)")
+        kv, kv_cross = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+        ln1, ln3 = self.self_attn_res.norm, self.ffn_res.norm
+        ln2 = self.cross_attn_res.norm if cross else None
+        if self.pre:  # x + Sublayer(LN(x))
+            x = x + self.drop(self.self_attn(ln1(x), cache=kv)[0])
+            if cross:
+                x = x + self.drop(self.cross_attn(ln2(x), context=context, mask=context_mask, cache=kv_cross)[0])
+            x = x + self.drop(self.ffn(ln3(x)))
+        else:  # LN(x + Sublayer(x)): the paper
+            x = ln1(x + self.drop(self.self_attn(x, cache=kv)[0]))
+            if cross:
+                x = ln2(x + self.drop(self.cross_attn(x, context=context, mask=context_mask, cache=kv_cross)[0]))
+            x = ln3(x + self.drop(self.ffn(x)))
+        return x

@@ -10,6 +10,9 @@ linear layer whose softmax is the next-token distribution (C2, C12).
 - `Encoder`: bidirectional self-attention (BERT-style, the paper's left half).
 - `EncoderDecoder`: the original sequence-to-sequence Transformer (Vaswani et al. 2017, fig. 1).
 
+The file reads top to bottom: the config (the paper's settings first, then variants, interop and
+experiment switches), the embedding, then the models, each a stack of `layers/blocks.py`'s blocks
+(whose attention is `layers/attention.py`). The batch-1 decoding step is `layers/decode_step.py`.
 Models return raw logits; the likelihood lives in `redthread.models.likelihoods`.
 Shape legend: B batch, T target length, S source length, C d_model, V vocab.
 """
@@ -17,17 +20,17 @@ Shape legend: B batch, T target length, S source length, C d_model, V vocab.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from redthread.errors import InvalidValue
-from redthread.layers.blocks import NORMS, DecoderBlock, DecodeStep, EncoderBlock, LayerCache
+from redthread.layers.blocks import NORMS, BlockConfig, DecoderBlock, EncoderBlock, LayerCache
+from redthread.layers.decode_step import decoder_step
 from redthread.layers.feedforward import ACTIVATIONS
 from redthread.layers.kv_cache import KVCache
 from redthread.layers.positional import POSITIONAL
@@ -36,12 +39,10 @@ from redthread.models.config import ConfigMixin, check_settings, setting
 
 EMB_STD = 0.02  # GPT-2's initial scale of embeddings and weights
 
-# TransformerLM -> (its parameters' identities and versions, its decoding step): see `decoder_step`
-DECODER_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
 
 @dataclass(frozen=True)
 class TransformerConfig(ConfigMixin):
+    # --- the paper's model (Vaswani et al. 2017, section 3: N, h, d_model, d_ff, P_drop) ---
     vocab_size: int = setting(65, "tokens the model knows (set by the tokenizer)", ge=1)
     block_size: int = setting(256, "the context window: the most positions the model sees at once", ge=1)
     n_layer: int = setting(4, "Transformer blocks", ge=1)
@@ -49,19 +50,25 @@ class TransformerConfig(ConfigMixin):
     d_model: int = setting(128, "the width of every token's vector", ge=1)
     d_ff: int | None = setting(None, "the feed-forward network's hidden width; None: 4 * d_model", ge=1)
     dropout: float = setting(0.0, "dropout on attention weights and residual branches", ge=0, lt=1)
-    bias: bool = setting(True, "biases in Linear and LayerNorm layers")
-    norm: str = setting("pre", "LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)")
-    pos: str = setting("sinusoidal", "positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none")
-    activation: str = setting("gelu", "the feed-forward network's non-linearity (relu2: ReLU squared)")
     tie_weights: bool = setting(True, "lm_head shares the token embedding matrix (Press & Wolf 2017)")
-    scale_attention: bool = setting(True, "divide scores by sqrt(d_head) (claim C7); False only for experiments")
     src_vocab_size: int | None = setting(None, "encoder-decoder only; None: vocab_size", ge=1)
-    norm_eps: float = setting(1e-5, "every LayerNorm's epsilon (BERT: 1e-12)", gt=0, lt=1)
-    embed_norm: bool = setting(False, "a LayerNorm on the embeddings, before dropout (BERT)")
-    type_vocab_size: int = setting(0, "> 0: token-type (segment) embeddings added to the input (BERT)", ge=0)
+
+    # --- variants: positions, norm placement, activation, biases, QK-norm, soft-capping ---
+    pos: str = setting("sinusoidal", "positions: sinusoidal (the paper), learned, rope (rotary, inside attention) or none")
+    norm: str = setting("pre", "LayerNorm before each sublayer (pre) or after the residual sum (post: the original paper)")
+    activation: str = setting("gelu", "the feed-forward network's non-linearity (relu2: ReLU squared)")
+    bias: bool = setting(True, "biases in Linear and LayerNorm layers")
     qk_norm: bool = setting(False, "RMS-normalise each head's queries and keys before the scores (QK-norm)")
     logit_softcap: float | None = setting(
         None, "squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off", gt=0)
+
+    # --- interop only: what loading BERT needs (interop/huggingface.py) ---
+    norm_eps: float = setting(1e-5, "every LayerNorm's epsilon (BERT: 1e-12)", gt=0, lt=1)
+    embed_norm: bool = setting(False, "a LayerNorm on the embeddings, before dropout (BERT)")
+    type_vocab_size: int = setting(0, "> 0: token-type (segment) embeddings added to the input (BERT)", ge=0)
+
+    # --- experiment only ---
+    scale_attention: bool = setting(True, "divide scores by sqrt(d_head) (claim C7); False only for experiments")
 
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "norm": NORMS, "pos": tuple(POSITIONAL), "activation": tuple(ACTIVATIONS)}
@@ -79,27 +86,12 @@ class TransformerConfig(ConfigMixin):
     def ffn_size(self) -> int:
         return self.d_ff or 4 * self.d_model
 
-
-def softcap(logits: Tensor, cap: float | None) -> Tensor:
-    """cap * tanh(logits / cap): the logits kept within (-cap, cap), near the identity well inside
-    (Gemma 2; the speedrun records); None leaves them as they are."""
-    return logits if cap is None else cap * torch.tanh(logits / cap)
-
-
-def block_kwargs(cfg: TransformerConfig) -> dict:
-    return dict(
-        d_model=cfg.d_model,
-        n_head=cfg.n_head,
-        d_ff=cfg.ffn_size,
-        dropout=cfg.dropout,
-        bias=cfg.bias,
-        norm=cfg.norm,
-        activation=cfg.activation,
-        scale=None if cfg.scale_attention else 1.0,
-        rotary=cfg.pos == "rope", block_size=cfg.block_size,
-        norm_eps=cfg.norm_eps,
-        qk_norm=cfg.qk_norm,
-    )
+    @property
+    def block(self) -> BlockConfig:
+        """What each block is built from."""
+        return BlockConfig(self.d_model, self.n_head, self.ffn_size, self.dropout, self.bias, self.norm, self.activation,
+                           scale=None if self.scale_attention else 1.0, rotary=self.pos == "rope",
+                           block_size=self.block_size, norm_eps=self.norm_eps, qk_norm=self.qk_norm)
 
 
 class Embedding(nn.Module):
@@ -142,20 +134,6 @@ class Embedding(nn.Module):
         return self.drop(x if self.norm is None else self.norm(x))
 
 
-def init_weights(model: nn.Module, n_layer: int) -> None:
-    """GPT-2 initialisation: N(0, 0.02) for matrices and embeddings, zero biases, and residual
-    output projections scaled down by 1/sqrt(2 n_layer) so the residual stream does not grow with depth."""
-    for name, p in model.named_parameters():
-        if name.endswith("bias"):
-            nn.init.zeros_(p)
-        elif "norm" in name:
-            nn.init.ones_(p)
-        elif name.endswith(("out_proj.weight", "fc_out.weight")):
-            nn.init.normal_(p, std=EMB_STD / math.sqrt(2 * n_layer))
-        else:
-            nn.init.normal_(p, std=EMB_STD)
-
-
 class TransformerLM(LanguageModel):
     """Decoder-only Transformer language model: model(idx) -> logits (B, T, V).
 
@@ -166,7 +144,7 @@ class TransformerLM(LanguageModel):
         super().__init__()
         self.cfg = cfg
         self.embed = Embedding(cfg.vocab_size, cfg)
-        self.blocks = nn.ModuleList(DecoderBlock(**block_kwargs(cfg), cross=cross) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(DecoderBlock(cfg.block, cross=cross) for _ in range(cfg.n_layer))
         self.norm_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         init_weights(self, cfg.n_layer)
@@ -186,44 +164,6 @@ class TransformerLM(LanguageModel):
         for i, block in enumerate(self.blocks):
             x = block(x, context=context, context_mask=context_mask, cache=None if cache is None else cache[i])
         return softcap(self.lm_head(self.norm_f(x)), self.cfg.logit_softcap)  # (B, T, V)
-
-    @property
-    def can_step(self) -> bool:
-        """Whether `decoder_step` gives what `forward` gives: every block is self-attention only, and
-        `forward` is this class's own (a subclass that changes the logits, e.g. masks a token, would be bypassed)."""
-        return type(self).forward is TransformerLM.forward and all(block.cross_attn is None for block in self.blocks)
-
-    def decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
-        """`step(idx, cache)`: `forward(idx, cache)[:, -1]` for one new token per row, idx (B, 1) -> logits (B, V).
-
-        The decoding step of `generate()`: the same logits in fewer ops, with a copy of the block
-        matrices laid out for it (`DecodeStep`). The copy takes as long as decoding ~100 tokens,
-        so it is kept for the model's lifetime (beside it, in DECODER_STEPS, not in the state dict)
-        and rebuilt once a parameter has changed (replaced, moved, or written in place: its
-        version counter moves).
-        """
-        key = [(id(p), p._version, p.data_ptr(), p.dtype) for p in self.parameters()]
-        kept = DECODER_STEPS.get(self)
-        if kept is None or kept[0] != key:
-            kept = DECODER_STEPS[self] = (key, self._build_decoder_step())
-        return kept[1]
-
-    def _build_decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
-        # the step holds the model's parts, not the model, so DECODER_STEPS lets the model go
-        embed, blocks = self.embed, [DecodeStep(block) for block in self.blocks]
-        norm_f = self.norm_f if isinstance(self.norm_f, nn.LayerNorm) else None
-        lm_head = self.lm_head.weight  # (V, C); tied to the embedding: left as is (V is small)
-        cap = self.cfg.logit_softcap
-
-        def step(idx: Tensor, cache: list[LayerCache]) -> Tensor:
-            x = embed(idx, cache[0].self_attn.length)[:, 0]  # (B, C)
-            for block, layer_cache in zip(blocks, cache):
-                x = block(x, layer_cache)
-            if norm_f is not None:
-                x = F.layer_norm(x, norm_f.normalized_shape, norm_f.weight, norm_f.bias, norm_f.eps)
-            return softcap(F.linear(x, lm_head), cap)  # (B, V)
-
-        return step
 
     def make_cache(self, batch_size: int, capacity: int | None = None, context_len: int = 0) -> list[LayerCache]:
         """One preallocated cache per block for incremental decoding."""
@@ -254,6 +194,39 @@ class TransformerLM(LanguageModel):
         n = self.num_params() + self.lm_head.weight.numel() * self.cfg.tie_weights
         return 6 * n + 12 * self.cfg.n_layer * self.cfg.d_model * T
 
+    # the speed path of generate(): layers/decode_step.py
+
+    @property
+    def can_step(self) -> bool:
+        """Whether `decoder_step` gives what `forward` gives: every block is self-attention only, and
+        `forward` is this class's own (a subclass that changes the logits, e.g. masks a token, would be bypassed)."""
+        return type(self).forward is TransformerLM.forward and all(block.cross_attn is None for block in self.blocks)
+
+    def decoder_step(self) -> Callable[[Tensor, list[LayerCache]], Tensor]:
+        """`step(idx, cache)`: `forward(idx, cache)[:, -1]` for one new token per row, idx (B, 1) -> logits (B, V),
+        in fewer ops: `generate()`'s step at batch 1, built once and kept until a parameter changes."""
+        return decoder_step(self, partial(softcap, cap=self.cfg.logit_softcap))
+
+
+def init_weights(model: nn.Module, n_layer: int) -> None:
+    """GPT-2 initialisation: N(0, 0.02) for matrices and embeddings, zero biases, and residual
+    output projections scaled down by 1/sqrt(2 n_layer) so the residual stream does not grow with depth."""
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            nn.init.zeros_(p)
+        elif "norm" in name:
+            nn.init.ones_(p)
+        elif name.endswith(("out_proj.weight", "fc_out.weight")):
+            nn.init.normal_(p, std=EMB_STD / math.sqrt(2 * n_layer))
+        else:
+            nn.init.normal_(p, std=EMB_STD)
+
+
+def softcap(logits: Tensor, cap: float | None) -> Tensor:
+    """cap * tanh(logits / cap): the logits kept within (-cap, cap), near the identity well inside
+    (Gemma 2; the speedrun records); None leaves them as they are."""
+    return logits if cap is None else cap * torch.tanh(logits / cap)
+
 
 class Decoder(TransformerLM):
     """The paper's decoder: masked self-attention, cross-attention to the encoder, FFN."""
@@ -269,7 +242,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = Embedding(vocab_size or cfg.vocab_size, cfg)
-        self.blocks = nn.ModuleList(EncoderBlock(**block_kwargs(cfg)) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(EncoderBlock(cfg.block) for _ in range(cfg.n_layer))
         self.norm_f = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps, bias=cfg.bias) if cfg.norm == "pre" else nn.Identity()
         init_weights(self, cfg.n_layer)
 

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from redthread.errors import InvalidValue, check_int
-from redthread.layers.blocks import EncoderBlock
+from redthread.layers.blocks import BlockConfig, EncoderBlock
 from redthread.layers.positional import sinusoidal_table
 from redthread.models.base import Classifier
 from redthread.models.config import ConfigMixin, check_dropout, check_positive_ints
@@ -124,7 +124,7 @@ class ViT(Classifier):
             self.register_buffer("pos_table", EMB_STD * table, persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(cfg.d_model, cfg.n_head, cfg.ffn_size, dropout=cfg.dropout) for _ in range(cfg.n_layer)
+            EncoderBlock(BlockConfig(cfg.d_model, cfg.n_head, cfg.ffn_size, dropout=cfg.dropout)) for _ in range(cfg.n_layer)
         )
         self.norm_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes) if cfg.n_classes else None
