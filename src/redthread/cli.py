@@ -111,9 +111,9 @@ def _version() -> str:
 
 def _progress(args) -> bool | str:
     """A progress bar on a terminal, plain lines in a log or CI (output not a terminal), nothing with --no-progress."""
-    if getattr(args, "no_progress", False):  # the demo has no such flag
-        return False
-    return True if sys.stderr.isatty() else "plain"
+    from redthread.train.progress import progress_mode
+
+    return progress_mode(getattr(args, "no_progress", False))  # the demo has no such flag
 
 
 def _add_sampling_flags(parser: argparse.ArgumentParser) -> None:
@@ -382,7 +382,7 @@ def run(args) -> None:
         from redthread.commands.experiment import experiment_command
 
         experiment_command(args.name, args.out, args.quick, args.seed, args.overwrite, resume=args.resume,
-                           show_progress=not args.no_progress and sys.stderr.isatty())
+                           show_progress=_progress(args) is True)  # a bar on a terminal; no plain lines
     elif args.command == "eval":
         from redthread.commands.sample import evaluate_run
 

@@ -38,6 +38,7 @@ from redthread.models.registry import RUNGS, build_model
 from redthread.train.calibration import Calibration, calibration, plot_reliability
 from redthread.train.loop import TrainConfig, evaluate, train
 from redthread.train.memory import check_training_fits
+from redthread.train.progress import progress_mode
 
 SYNTHETIC = ("markov", "hmm", "recall")
 LABELS = {
@@ -439,8 +440,6 @@ def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 
 
 
 def ladder_command(args) -> None:
-    import sys
-
     out = Path(args.out)
     rungs = parse_rungs(args.rungs)
     budget = Budget(steps=args.steps if args.steps is not None else (5000 if args.lines else 1500),
@@ -452,7 +451,7 @@ def ladder_command(args) -> None:
     if data.stop is not None:
         print(boundary_note(data))
     results = run_ladder(data, rungs, budget, out, device=args.device, seed=args.seed,
-                         progress=not args.no_progress and sys.stderr.isatty())
+                         progress=progress_mode(args.no_progress) is True)  # a bar on a terminal; no plain lines
     print()
     for line in format_table(results, data):
         print(line)

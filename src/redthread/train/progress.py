@@ -1,7 +1,11 @@
 """How far along a run is: its clock (`Clock`) and what it shows of it (`Progress`).
 
 The loop (`train/loop.py`) shows a rich bar on a terminal, plain lines in a log or CI, or nothing;
-`progress_mode` decides which, the same way for every command that trains.
+`progress_mode` decides which, the same way for every command. The ladder and the experiments draw
+bars of other shapes, each beside its command: `commands/ladder.py`'s `LadderProgress` (a bar over
+the rungs and one over the current rung's steps, handed to the loop as its `progress`) and
+`commands/experiment.py`'s (one bar over the experiments, moved by fractions from inside each);
+they show a bar only where `progress_mode` gives one, and no plain lines.
 """
 
 from __future__ import annotations
