@@ -348,8 +348,10 @@ def test_a_fifo_in_place_of_the_file_is_refused_not_opened(run, corpus):
 
 SAMPLE_AS_NOBODY = """
 import os, sys
-from redthread.cli import main
-import redthread.commands.sample  # before dropping privileges: the interpreter's own files may be root's alone
+from redthread.cli import build_parser, main
+import redthread.commands.sample  # before dropping privileges: the interpreter's own files may be root's alone,
+import redthread.train.distributed
+build_parser()  # and so may the checkout (a 0700 folder, as CI's): every module the parser imports, now
 os.setgid({uid}); os.setuid({uid})
 sys.exit(main(["sample", "--checkpoint", sys.argv[1], "--max-new-tokens", "2"]))
 """
