@@ -179,6 +179,7 @@ def interrupt(training: Training, run: Path, saved: int, sig: signal.Signals, rn
     return True
 
 
+FINISHED = "validation (every token once)"  # what a run prints once its training and its final scoring are done
 STOPPED = {signal.SIGINT: 130, signal.SIGTERM: 143}  # the exit codes of a stop that saves: 128 + the signal
 
 
@@ -213,6 +214,8 @@ def run_campaign(folder: Path, corpus: Path, reference: Reference, sig: signal.S
         training = Training(train_args(run, corpus, how), folder / f"train-{campaign.kills}-{campaign.runs}.log")
         hit = interrupt(training, run, saved, sig, rng)
         code = training.wait()
+        if hit and code == 0 and FINISHED in training.output():
+            hit = False  # the signal reached a process already past its end (exiting): it tested nothing
         if not hit:  # the run reached its end before the signal
             assert code == 0, training.output()
             assert_bit_identical(run, reference)

@@ -291,3 +291,21 @@ def test_the_loss_curve_has_no_validation_legend_without_validation_points(tmp_p
     labels = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in figures]
     assert labels == [["train NLL"], ["train NLL", "validation NLL"]]
     assert (tmp_path / "loss.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("at", [3, 6])  # a step in the middle, and the last one
+def test_ctrl_c_during_any_step_saves_it_and_stops_the_run_even_the_last(tmp_path, at):
+    """In one process Ctrl-C raises at once (train/distributed.StopSignals): the step under way is saved and the
+    run stops, whichever step it is, the last one included."""
+    import os
+    import signal
+
+    def press_ctrl_c(step, seconds, model):
+        if step == at:
+            os.kill(os.getpid(), signal.SIGINT)  # the loop's handler notes it; the loop acts after the step
+        return False
+
+    cfg = TrainConfig(max_iters=6, batch_size=4, eval_interval=4, log_interval=1)
+    with pytest.raises(KeyboardInterrupt):
+        train(fresh_model(), make_data(), cfg, run_dir=tmp_path, progress=False, monitor=press_ctrl_c)
+    assert read_checkpoint(tmp_path).step == at
