@@ -39,7 +39,8 @@ class Meter:
         """One micro-batch's loss (already divided by the micro-batches of its step)."""
         self.loss += loss.detach()
         self.tokens += y.numel() * self.world
-        self.length = x.shape[-1]
+        if self.peak is not None and self.length is None:  # MFU needs the sequence length (x may be no tensor: a captioner's)
+            self.length = x.shape[-1]
 
     def read(self, step: int, lr: float, seconds: float) -> tuple[dict, str]:
         """The metrics row of the steps since the last line and its progress text; starts the next line.
