@@ -70,6 +70,13 @@ def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
     assert "regression" in again and "kept from the earlier run" in again.splitlines()[0]
     assert (out / "regression" / "report.json").read_text() == kept  # not run again
     assert (out / "attention-as-regression" / "report.json").is_file() and (out / "index.md").is_file()
+    stale = json.loads(kept)  # a report made under criteria that have changed since is not kept
+    stale["criteria_commit"] = "0000000 2026-01-01 (criteria fingerprint 0)"
+    (out / "regression" / "report.json").write_text(json.dumps(stale))
+    code, third, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress", "--resume")
+    assert code == 0, err
+    assert "kept" not in third.splitlines()[0] and "kept from the earlier run" in third.splitlines()[1]
+    assert json.loads((out / "regression" / "report.json").read_text())["criteria_commit"] != stale["criteria_commit"]
     code, _, err = cli("experiment", "all", "--quick", "--out", out, "--resume", "--overwrite")
     assert_one_line_error(code, err, "--resume", "--overwrite")
 

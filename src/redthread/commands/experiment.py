@@ -6,7 +6,8 @@ verdict. Experiments run torch on one thread (their models are tiny). Each repor
 report.md (the claim, the set-up, the pre-registered criterion, the checks per seed set, the
 history of the criteria, figures and tables, the verdict), report.json (every number) and the PNG
 figures. `all` also writes index.md, one line per experiment with its verdict and a link; with
---resume it keeps every report already finished in --out (same mode and seed) and runs the rest.
+--resume it keeps every report already finished in --out (same mode, seed and criteria) and runs the
+rest.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
+from redthread.experiments.history import criteria_commit
 from redthread.experiments.replication import run_experiment
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
@@ -43,14 +45,15 @@ def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[obj
     return report, seconds
 
 
-def finished(folder: Path, quick: bool, seed: int) -> dict | None:
-    """The report.json already in folder, if it is a finished run of the same mode and seed."""
+def finished(folder: Path, name: str, quick: bool, seed: int) -> dict | None:
+    """The report.json already in folder, if it is a finished run of the same mode and seed, decided by the
+    experiment's criteria as they stand now (a report made under earlier criteria is run again)."""
     try:
         data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     same = data.get("quick") == quick and data.get("numbers", {}).get("seed") == seed
-    return data if same else None
+    return data if same and data.get("criteria_commit") == criteria_commit(name) else None
 
 
 def experiment_command(name: str, out: str | None, quick: bool, seed: int, overwrite: bool, show_progress: bool,
@@ -69,7 +72,7 @@ def experiment_command(name: str, out: str | None, quick: bool, seed: int, overw
     try:
         for i, n in enumerate(names):
             folder = root / n if name == "all" else root
-            done = finished(folder, quick, seed) if resume else None
+            done = finished(folder, n, quick, seed) if resume else None
             if done is not None:
                 log(f"{n:<24} {done['claims']:<12} {done['verdict']:<14} (kept from the earlier run)")
                 continue
