@@ -180,7 +180,7 @@ def test_swept_raise_sites_are_the_builtin_kind(tmp_path, kind, pattern, call):
 
 
 def test_the_model_pool_refuses_bad_sizes_as_a_value_error():
-    from redthread.serve.app import ModelPool
+    from redthread.serve.pool import ModelPool
 
     with pytest.raises(ValueError, match="workers >= 1") as e:
         ModelPool(0, 0, 1.0)

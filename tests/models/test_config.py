@@ -142,7 +142,7 @@ def test_the_openapi_schema_has_the_validations_bounds_for_every_sampling_field(
 
 
 def test_min_p_zero_is_taken_everywhere_as_off():
-    from redthread.serve.app import StepRequest, sampling
+    from redthread.serve.requests import StepRequest, sampling
 
     assert field_bounds(SampleConfig)["min_p"] == {"ge": 0, "le": 1}
     request = StepRequest.model_validate({"model": "lm", "text": "to be", "min_p": 0})  # the web app takes it

@@ -24,7 +24,8 @@ def serve_command(runs: str, host: str, port: int, max_chars: int, device: str, 
     run: what serves the app (default uvicorn.run; tests pass their own)."""
     import uvicorn
 
-    from redthread.serve.app import QUEUE, TIME_LIMIT, WORKERS, create_app
+    from redthread.serve.app import create_app
+    from redthread.serve.pool import QUEUE, TIME_LIMIT, WORKERS
 
     if not 0 <= port <= 65535:
         raise RedthreadError(f"--port must be between 0 and 65535, got {port}")

@@ -42,6 +42,8 @@ class Estimator(nn.Module):
     """A model of p(y | x): forward(x) -> raw output; distribution, nll, objective and num_params as above."""
 
     objective: Callable[..., Tensor] | None = None  # set as staticmethod(likelihood) by each family
+    reads: str | None = None  # what x is for a person: "text" (token ids), "image" (pixels); None: neither alone
+    attends: bool = False  # True: it has attention layers whose weights can be recorded and shown
 
     def distribution(self, x: Any) -> Distribution:
         """p(y | x) for every example of the batch x."""
@@ -93,6 +95,7 @@ class LanguageModel(Estimator):
     """
 
     cfg: Any
+    reads = "text"
 
     @property
     def block_size(self) -> int:

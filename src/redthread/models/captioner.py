@@ -74,6 +74,7 @@ class Captioner(Estimator):
     """model(ImageText(images (B, C_in, H, W), tokens (B, T))) -> logits (B, T, V) of the next word."""
 
     objective = staticmethod(token_nll)  # -log P(word_t+1 | words_<=t, image); IGNORE_INDEX after the caption's end
+    reads, attends = "image", True  # the image is its input; the words it has written so far condition it
 
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()

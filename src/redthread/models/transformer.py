@@ -140,6 +140,8 @@ class TransformerLM(LanguageModel):
     `cross=True` adds cross-attention to a `context` (an encoder's output): that is `Decoder`.
     """
 
+    attends = True
+
     def __init__(self, cfg: TransformerConfig, cross: bool = False):
         super().__init__()
         self.cfg = cfg

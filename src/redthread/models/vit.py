@@ -108,6 +108,8 @@ class PatchEmbedding(nn.Module):
 class ViT(Classifier):
     """Vision Transformer classifier: model(images (B, C, H, W)) -> logits (B, K), P(class | image)."""
 
+    reads, attends = "image", True
+
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         self.cfg = cfg
