@@ -64,6 +64,7 @@ def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
     code, first, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress")
     assert code == 0, err
     kept = (out / "regression" / "report.json").read_text()
+    assert json.loads(kept)["numbers"]["code_commit"] not in ("", None)  # the commit, or "unknown" outside git
     (out / "attention-as-regression" / "report.json").unlink()  # as if the run had stopped inside it
     code, again, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress", "--resume")
     assert code == 0, err

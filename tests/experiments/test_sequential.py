@@ -158,3 +158,11 @@ def test_sequential_quick_structure(quick_report):
     assert "ONE CPU thread" in data["criterion"] and "batch 1" in data["criterion"]
     for fig in ("time_vs_length.png", "time_ratio_grid.png", "recall_vs_distance.png"):
         assert fig in md
+
+
+def test_the_equal_view_is_measured_at_three_budgets():
+    import inspect
+
+    from redthread.experiments import sequential
+
+    assert sequential.BUDGETS == (0.5, 1.0, 2.0) and inspect.signature(sequential.run).parameters["budget"].default == 1.0

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
-from redthread.experiments.history import criteria_commit
+from redthread.experiments.history import code_commit, criteria_commit
 from redthread.experiments.replication import run_experiment
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
@@ -41,6 +41,7 @@ def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[obj
         seconds = time.perf_counter() - t0
     report.number("seconds", round(seconds, 2))
     report.number("seed", seed)
+    report.number("code_commit", code_commit())  # which code made these numbers (a replication compares two)
     report.write(out)
     return report, seconds
 

@@ -204,3 +204,14 @@ def criteria_commit(experiment: str) -> str:
     if out is not None and out.returncode == 0 and out.stdout.strip():
         return f"{out.stdout.strip()} (criteria fingerprint {fp})"
     return f"criteria fingerprint {fp} (no git history here to name its commit)"
+
+
+def code_commit() -> str:
+    """The commit the experiments' code was run at ("-dirty": with changes not committed), from git; else "unknown"."""
+    here = Path(__file__)
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=here.parent,
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"

@@ -34,7 +34,10 @@ separately:
   every distance d = t = 1 .. T-1 (`FirstItemData`). Recall accuracy is measured against d on
   held-out sequences; the claim predicts a flat profile for the Transformer and a decaying one for
   the tanh RNN. Near: d in 1 .. T/4, far: d in 3T/4 .. T-1. Each model's learning rate is tuned on
-  a seed no verdict uses; the verdict seeds are trained fresh.
+  a seed no verdict uses; the verdict seeds are trained fresh. A comparison of two trained models
+  depends on how long they trained: the runner measures it at half, one and twice its training
+  steps (BUDGETS), tuning again at each; the untrained parts are measured again at each budget too
+  (they do not depend on it: three more repeats of the timings within one run).
 
 Everything runs on one CPU thread (`one_thread`). One thread is the least parallel machine there
 is: its only parallelism is within an operation (vector units), so the speed part tests what is
@@ -137,6 +140,8 @@ N_TRAIN, N_VAL, N_TEST, EQ_BATCH = 2000, 256, 512, 32
 GRID = {"lr": (3e-3, 1e-2, 3e-2)}  # per model, on the set's tuning seed; extends past an edge
 QUICK_LR = 1e-2
 BUDGET = {"steps": 200, "quick_steps": 20, "timing_repeats": 5, "quick_timing_repeats": 2}
+BUDGETS = (0.5, 1.0, 2.0)  # the runner measures the claim at half, one and twice the equal view's training steps;
+# the untrained parts (chain depth, timings) do not depend on it and are measured again at each: three repeats
 
 
 class FusedRNN(nn.Module):
@@ -282,12 +287,12 @@ def train_eq(kind: str, data: FirstItemData, steps: int, lr: float, seed: int) -
     return model.eval()
 
 
-def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
+def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) -> Report:
     with one_thread():
-        return _run(quick, seed, progress)
+        return _run(quick, seed, progress, budget)
 
 
-def _run(quick: bool, seed: int, progress) -> Report:
+def _run(quick: bool, seed: int, progress, budget: float = 1.0) -> Report:
     n_tokens = 256 if quick else 1024
     lengths = [SHORT, 64, 256] if quick else [SHORT * 2**i for i in range(7)]  # up to n_tokens
     shapes = [(n_tokens // T, T) for T in lengths]  # (B, T): B * T = n_tokens at every T
@@ -296,7 +301,7 @@ def _run(quick: bool, seed: int, progress) -> Report:
     grid = [(B, T) for B in grid_batches for T in grid_lengths]  # (B, T) cells, batch-major
     repeats = BUDGET["quick_timing_repeats"] if quick else BUDGET["timing_repeats"]
     inner = 1 if quick else 3
-    steps = BUDGET["quick_steps"] if quick else BUDGET["steps"]
+    steps = BUDGET["quick_steps"] if quick else round(BUDGET["steps"] * budget)  # the equal view's training
     seeds = [seed + r for r in range(repeats)]  # the timing repeats' input draws
     eq_seeds = run_seeds(seed, quick)  # the equal view's verdict seeds: data and initialisation
     models = build_models(max(n_tokens, max(grid_lengths)), seed)
