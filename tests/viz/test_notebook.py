@@ -1,6 +1,7 @@
 """The notebook views without a browser: the pages are the explorer's and the inspector's numbers, the iframe
 gives the page back unchanged, two views share nothing, nothing saved is overwritten, bad input is one line."""
 
+import json
 import re
 from html.parser import HTMLParser
 
@@ -97,20 +98,22 @@ def test_an_encoder_decoder_shows_its_three_kinds():
         show_attention(model, "le chat", tokenizer=tok)
 
 
-def candidate_rows(page):
-    return re.findall(r'<div class="cand( cut)?" data-id="(\d+)" data-p="([^"]+)" data-p-sample="([^"]+)"', page)
+def embedded(page):
+    """The next-token page's distribution as its script reads it: the JSON of <script id="next-token">."""
+    tag = '<script type="application/json" id="next-token">'
+    start = page.index(tag) + len(tag)
+    return json.loads(page[start:page.index("</script>", start)])
 
 
-def test_show_next_token_draws_the_inspectors_numbers(run):
+def test_show_next_token_carries_the_inspectors_numbers(run):
     view = show_next_token(run, "to be or", top_k=3, temperature=0.7, candidates=6)
     dist = load_inspector(checkpoint=run).next_token("to be or", SampleConfig(temperature=0.7, top_k=3), 6)
-    rows = candidate_rows(view.html)
-    assert [(int(i), float(p), float(ps)) for _, i, p, ps in rows] == \
-        [(c["id"], c["p"], c["p_sample"]) for c in dist["candidates"]]
-    assert [cut == "" for cut, *_ in rows] == [c["kept"] for c in dist["candidates"]] == [True] * 3 + [False] * 3
+    assert embedded(view.html) == dist  # next_token.js draws the rows from it (tests/viz/test_next_token_browser.py)
+    assert [c["kept"] for c in dist["candidates"]] == [True] * 3 + [False] * 3
     assert "temperature 0.7 · top-k 3 · top-p off · min-p off" in view.html
-    assert "— cut: 3 of" in view.html and view.html.count('id="kept-count"') == 1
-    assert "default-src 'none'" in view.html and "<script" not in view.html  # offline, and no script at all
+    # offline: the page's own inline style and script only, the shared next-token script among them
+    assert "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'\"" in view.html
+    assert not re.search(r"\b(src|href)\s*=", view.html) and "window.RedthreadNextToken" in view.html
     assert view.title == "to be or"
 
 
@@ -119,20 +122,23 @@ def test_show_next_token_of_a_rung_without_attention():
     model = rt.build_model("bigram", vocab_size=tok.vocab_size)
     view = show_next_token(model, "to be", tokenizer=tok, top_p=0.5)
     assert "bigram" in view.html.lower() and "top-p 0.5" in view.html
-    assert len(candidate_rows(view.html)) == min(20, tok.vocab_size)
+    assert len(embedded(view.html)["candidates"]) == min(20, tok.vocab_size)
     with pytest.raises(InvalidValue, match="has no attention to show"):
         show_attention(model, "to be", tokenizer=tok)
 
 
 def test_show_next_token_escapes_its_text_and_tokens():
-    text = "<b>to</b> & \"be\""
+    text = "</script><b>to</b> & \"be\""
     tok = CharTokenizer.from_text(text)
     torch.manual_seed(0)
     model = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=1, n_head=1, d_model=8))
     view = show_next_token(model, text, tokenizer=tok, candidates=tok.vocab_size)
-    assert "<b>" not in view.html and "&lt;b&gt;to&lt;/b&gt; &amp; &quot;be&quot;" in view.html
-    shown = re.findall(r'<span class="tok">([^<]*)</span>', view.html)
-    assert sorted(shown) == sorted(["&lt;", "&gt;", "&amp;", "&quot;", "/", "b", "e", "t", "o", "␣"])
+    assert "<b>" not in view.html and "&lt;/script&gt;&lt;b&gt;to&lt;/b&gt; &amp; &quot;be&quot;" in view.html
+    # the page's two scripts (its distribution and its code) end where they should: no token ended one
+    assert view.html.lower().count("</script") == 2 and view.html.count("<script") == 2
+    dist = embedded(view.html)
+    assert sorted(c["token"] for c in dist["candidates"]) == sorted(set(text))  # read back unchanged
+    assert "".join(dist["tokens"]) == text
 
 
 def test_show_image_attention_of_a_vit_run(tmp_path):

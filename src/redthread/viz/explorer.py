@@ -9,7 +9,9 @@ patches of an image, drawn as the image with a heat overlay.
 The page is `assets/explorer.html` with `explorer.css` and `explorer.js` inlined and the
 payload embedded as JSON. It needs no network: no CDN, no font, no request of any kind, and
 its Content-Security-Policy tells the browser so. The web app (`redthread serve`) inlines the
-same style and script (`explorer_assets`) and draws each answer of its API with them.
+same style and script (`explorer_assets`) and draws each answer of its API with them; they carry the
+next-token view's too (`next_token.css` and `.js`), which the web app and the notebook's next-token
+page (viz/notebook.py) both draw with.
 The payload is the contract with the code that records attention (`payload_tab` builds one
 tab from a tensor):
 
@@ -76,25 +78,35 @@ def _array(x):
 def render_explorer(payload: dict) -> str:
     """The HTML text of the explorer page for a payload (validated first)."""
     payload = _check_payload(payload)
-    # inside <script>, "</script>" or "<!--" in a token would end or derail the element:
-    # JSON may spell <, > and & as \u escapes, and JSON.parse reads them back unchanged
-    data = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     css, js, body = explorer_assets()
-    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "body": body, "payload": data}
+    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "body": body, "payload": script_json(payload)}
     template = (ASSETS / "explorer.html").read_text(encoding="utf-8")
     # one pass, so nothing inserted (a token spelling "{{js}}") is substituted again
     return re.sub(r"\{\{(title|css|js|body|payload)\}\}", lambda m: parts[m.group(1)], template)
 
 
+def script_json(data) -> str:
+    """`data` as JSON to put inside a `<script type="application/json">` element of a page."""
+    # inside <script>, "</script>" or "<!--" in a token would end or derail the element:
+    # JSON may spell <, > and & as \u escapes, and JSON.parse reads them back unchanged
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def explorer_assets() -> tuple[str, str, str]:
-    """The explorer's style, script and markup, (css, js, body), for a page to inline: this one, or the web app's.
+    """The explorer's style, script and markup, (css, js, body), for a page to inline: this one, the web app's or
+    the notebook's next-token page. The style and script hold the next-token view's after the explorer's.
 
     The script defines `window.RedthreadExplorer.render(root, payload)`, which draws a payload into
     an element holding the explorer's markup (explorer_body.html) and may be called again with new
-    payloads; on a page with a `<script id="payload">` it draws that payload by itself.
+    payloads; on a page with a `<script id="payload">` it draws that payload by itself. It also defines
+    `window.RedthreadNextToken.render(root, dist, options)` (next_token.js), which draws an answer of
+    `Inspector.next_token`; on a page with a `<script id="next-token">` it draws that one by itself.
     """
-    return tuple((ASSETS / name).read_text(encoding="utf-8") for name in ("explorer.css", "explorer.js", "explorer_body.html"))
+    css, js, body = ((ASSETS / name).read_text(encoding="utf-8") for name in
+                     ("explorer.css", "explorer.js", "explorer_body.html"))
+    next_css, next_js = ((ASSETS / name).read_text(encoding="utf-8") for name in ("next_token.css", "next_token.js"))
+    return css + next_css, js + next_js, body  # next_token.js draws tokens with explorer.js's shown(): after it
 
 
 def write_explorer(payload: dict, path: str | os.PathLike) -> Path:

@@ -31,11 +31,10 @@ from torch import nn
 from redthread.errors import InvalidType, InvalidValue, MissingFile
 from redthread.files import atomic_write_text, check_writable
 from redthread.generate.config import SampleConfig
-from redthread.viz.explorer import ASSETS, render_explorer
+from redthread.viz.explorer import ASSETS, explorer_assets, render_explorer, script_json
 from redthread.viz.inspector import ImageInspector, Inspector, inspect_model, load_inspector
 
 MAX_HEIGHT = 720  # px: the tallest iframe an explorer gets by itself; a longer text scrolls inside its head view
-MAX_CHARS = 16  # longer tokens are cut on the page (as the explorer does); the tooltip has the whole token
 
 
 @dataclass(frozen=True)
@@ -148,63 +147,21 @@ def explorer_height(payload: dict) -> int:
 
 
 def render_next_token(dist: dict, title: str, model: str) -> str:
-    """The next-token page of `Inspector.next_token`'s answer: one row per candidate, p and p sample as bars."""
-    cands = dist["candidates"]
-    top = max(max(c["p"], c["p_sample"]) for c in cands) or 1.0
-    kept, V = dist["kept"], dist["vocab_size"]
-    if kept == V:
-        cut = f"— no cut: all {V:,} tokens kept —"
-    elif kept > len(cands):
-        cut = f"— cut below the list: {kept:,} of {V:,} tokens kept —"
-    else:
-        cut = f"— cut: {kept:,} of {V:,} tokens kept —"
-    rows = ['<div class="cand-head"><span>token</span><span></span><span>p</span><span>sample</span></div>']
-    for i, c in enumerate(cands):
-        tip = _attr(f"token {c['id']}: {c['token']!r}")
-        sample = _pct(c["p_sample"]) if c["kept"] else "cut"
-        rows.append(
-            f'<div class="cand{"" if c["kept"] else " cut"}" data-id="{c["id"]}" data-p="{c["p"]}" '
-            f'data-p-sample="{c["p_sample"]}" title="{tip}"><span class="tok">{html.escape(_shown(c["token"]))}</span>'
-            f'<span class="bars"><span class="bar p" style="width: {100 * c["p"] / top:.2f}%"></span>'
-            f'<span class="bar ps" style="width: {100 * c["p_sample"] / top:.2f}%"></span></span>'
-            f'<span class="num p">{_pct(c["p"])}</span><span class="num ps">{sample}</span></div>')
-        last = i == len(cands) - 1
-        if c["kept"] and (kept < V if last else not cands[i + 1]["kept"]):
-            rows.append(f'<div class="cut-line" id="kept-count">{html.escape(cut)}</div>')
-    if 'id="kept-count"' not in "".join(rows):  # every candidate listed is kept, and so are all the others
-        rows.append(f'<div class="cut-line" id="kept-count">{html.escape(cut)}</div>')
+    """The next-token page of `Inspector.next_token`'s answer: the answer embedded as JSON, drawn by the script
+    the web app draws its next-token panel with (next_token.js: one row per candidate, p and p sample as bars)."""
     s = dist["settings"]
     settings = " · ".join(f"{name} {'off' if s[key] is None else s[key]}" for key, name in
                           (("temperature", "temperature"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p")))
     if s["temperature"] == 0:
         settings += " (greedy: the most probable token)"
-    stats = (f"the model: entropy {dist['entropy']:.3f} nats · perplexity {dist['perplexity']:.2f} of {V:,} tokens; "
-             f"sampled from: entropy {dist['entropy_sample']:.3f} nats · perplexity {dist['perplexity_sample']:.2f} · "
-             f"context: {len(dist['tokens'])} tokens")
+    css, js, _ = explorer_assets()  # the explorer's header and colours, and its way of drawing a token
     parts = {
         "title": html.escape(title), "model": html.escape(model), "settings": html.escape(settings),
-        "stats": html.escape(stats), "rows": "\n".join(rows),
         "notice": f'<p id="notice">{html.escape(dist["notice"])}</p>' if dist["notice"] else "",
-        "css": (ASSETS / "explorer.css").read_text(encoding="utf-8") + (ASSETS / "next_token.css").read_text(encoding="utf-8"),
+        "css": css, "js": js, "dist": script_json(dist),
     }
     template = (ASSETS / "next_token.html").read_text(encoding="utf-8")
     return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], template)  # one pass: nothing is substituted twice
-
-
-def _shown(token: str) -> str:
-    """A token as drawn (as the explorer draws one): whitespace made visible, a long one cut."""
-    s = token.replace("\n", "↵").replace("\t", "⇥")
-    if not s.strip():
-        s = s.replace(" ", "␣") or "∅"
-    return s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…"
-
-
-def _pct(p: float) -> str:
-    return f"{100 * p:.1f}%"
-
-
-def _attr(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 # --- arguments -------------------------------------------------------------------------------

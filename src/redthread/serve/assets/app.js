@@ -6,7 +6,8 @@
 //                                          or for an image file chosen by the user (sent as a data: URL)
 //   next token      POST /api/next      -> the top candidates: p (the model) and p sample (after
 //                                          temperature, top-k, top-p, min-p), where the cut falls, and
-//                                          both distributions' entropies
+//                                          both distributions' entropies, drawn by next_token.js (as in
+//                                          the notebook); a click on a candidate appends it
 //   Compare models  POST /api/compare   -> one column per model that reads the text, in the ladder's
 //                                          order; the others listed with the characters they lack
 //   Step            POST /api/step      -> one token drawn with the settings, appended to the text
@@ -222,13 +223,8 @@ async function showNext() {
   panel.dataset.kind = "lm";
   for (const el of Object.values(settings)) el.disabled = false;
   $("next-message").textContent = "The most probable next tokens; the sample is drawn from the kept ones only.";
-  // two entropies: the model's own distribution, and the one the settings leave to sample from
-  $("next-stats").textContent = `the model: entropy ${dist.entropy.toFixed(3)} nats · perplexity `
-    + `${dist.perplexity.toFixed(2)} of ${dist.vocab_size.toLocaleString()} tokens; sampled from: entropy `
-    + `${dist.entropy_sample.toFixed(3)} nats · perplexity ${dist.perplexity_sample.toFixed(2)}`;
-  $("next-stats").dataset.entropy = dist.entropy;
-  $("next-stats").dataset.entropySample = dist.entropy_sample;
-  drawCandidates(dist);
+  // the stats and one row per candidate, drawn as the notebook draws them (viz/assets/next_token.js)
+  window.RedthreadNextToken.render(panel, dist, { onAppend: (token) => act(() => extend(token)) });
 }
 
 function pct(p) { return `${(100 * p).toFixed(1)}%`; }
@@ -238,41 +234,6 @@ function span(className, text) {
   el.className = className;
   if (text !== undefined) el.textContent = text;
   return el;
-}
-
-// One row per candidate, in the model's order; the kept ones come first (every filter keeps the
-// most probable tokens), so the cut is a line after the last kept row.
-function drawCandidates(dist) {
-  const box = $("candidates"), cands = dist.candidates;
-  const max = Math.max(...cands.map((c) => Math.max(c.p, c.p_sample))) || 1;
-  const head = span("cand-head");
-  head.append(span("", "token"), span("", ""), span("", "p"), span("", "sample"));
-  const rows = [head];
-  const cut = span("cut-line");
-  cut.id = "kept-count";
-  const kept = `${dist.kept.toLocaleString()} of ${dist.vocab_size.toLocaleString()} tokens kept`;
-  if (dist.kept === dist.vocab_size) cut.textContent = `— no cut: all ${dist.vocab_size.toLocaleString()} tokens kept —`;
-  else if (dist.kept > cands.length) cut.textContent = `— cut below the list: ${kept} —`;
-  else cut.textContent = `— cut: ${kept} —`;
-  cands.forEach((c, i) => {
-    const row = document.createElement("button");
-    row.className = c.kept ? "cand" : "cand cut";
-    Object.assign(row.dataset, { id: c.id, p: c.p, pSample: c.p_sample });
-    row.title = `token ${c.id}: ${JSON.stringify(c.token)} · click to append it`;
-    const bars = span("bars");
-    const bp = span("bar p"), bs = span("bar ps");
-    bp.style.width = `${(100 * c.p / max).toFixed(2)}%`;
-    bs.style.width = `${(100 * c.p_sample / max).toFixed(2)}%`;
-    bars.append(bp, bs);
-    row.append(span("tok", window.RedthreadExplorer.shown(c.token)), bars, span("num p", pct(c.p)),
-      span("num ps", c.kept ? pct(c.p_sample) : "cut"));
-    row.onclick = () => act(() => extend(c.token));
-    rows.push(row);
-    const last = i === cands.length - 1;
-    if (c.kept && (last ? dist.kept < dist.vocab_size : !cands[i + 1].kept)) rows.push(cut);
-  });
-  if (!rows.includes(cut)) rows.push(cut);  // every candidate listed is kept and so are all the others
-  box.replaceChildren(...rows);
 }
 
 // Append a token to the text, then show the attention and the distribution of the longer text.
