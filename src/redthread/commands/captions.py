@@ -28,7 +28,7 @@ from redthread.generate.captions import GREEDY, caption
 from redthread.generate.config import SampleConfig
 from redthread.models.captioner import Captioner, CaptionerConfig, captioner_config
 from redthread.train.distributed import is_main
-from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.loop import TrainConfig, evaluate, resolve_placement, train
 from redthread.train.memory import check_training_fits
 from redthread.train.recipes import CAPTION_TRAIN
 from redthread.train.run_folder import RunFolder
@@ -114,7 +114,8 @@ def train_captioner(
     settings["patch_size"] = data.patch_size
     cfg_model = CaptionerConfig.from_dict(model_fields) if resume else captioner_config(data, model_fields or {})
     cfg = TrainConfig(**{**CAPTION_TRAIN, "eval_interval": 500, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
-    check_training_fits("Captioner", cfg_model, cfg.batch_size, cfg.device)
+    placement = resolve_placement(cfg)  # the device and the precision, once: the size check and the loop get them
+    check_training_fits("Captioner", cfg_model, cfg.batch_size, placement.device)
     torch.manual_seed(cfg.seed)
     model = Captioner(cfg_model)
     n_train, n_test = len(data.split("train")), len(data.split("val"))
@@ -123,7 +124,7 @@ def train_captioner(
     extra = {"task": task, "scenes": settings, "vocab": data.vocab.to_list(), "test_kept": data.test_kept}
     with folder:  # a failure before the first checkpoint leaves a run it was replacing as it was
         result = train(model, data, cfg, run_dir=folder.write_dir, resume=ckpt if resume else False, progress=progress, log=log,
-                       extra=extra, publish=folder.publish)
+                       extra=extra, publish=folder.publish, placement=placement)
     scores = {**score_captioner(model, data), "steps": result.step, "train_seconds": result.elapsed, "task": task}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")

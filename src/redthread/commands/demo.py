@@ -85,7 +85,7 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
     if not minutes > 0:
         raise RedthreadError(f"--minutes must be positive, got {minutes}")
     t_start = time.perf_counter()
-    device_ = resolve_device(device)
+    device_ = resolve_device(device)  # the one resolution of the run: measure_speed and the training get this value
     out = Path(out) if out else default_out()
     RunFolder(out, resume=False, overwrite=False)  # refuses a folder that holds a run, before spending any time
     say("redthread demo: a character-level Transformer learns P(next character | previous characters)")
@@ -113,7 +113,7 @@ def run_demo(out: str | None = None, minutes: float = 3.0, device: str = "auto",
 
     run = train_language_model(
         out, None, "char", None, MODEL, {**train, "max_time": training_s, "max_iters": 10**9, "device": device},
-        progress=progress, log=say, score=False, announce=False,
+        progress=progress, log=say, score=False, announce=False, device=device_,
     )
     part_split = TokenSplit(val_tokens[:scored], scored * val_split.n_chars // len(val_tokens), val_split.name)
     t = time.perf_counter()

@@ -29,7 +29,7 @@ from redthread.files import atomic_write_text, check_report_folder, fresh_output
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.distributed import is_main
-from redthread.train.loop import TrainConfig, train
+from redthread.train.loop import TrainConfig, resolve_device, resolve_placement, train
 from redthread.train.loop import classifier_score as score
 from redthread.train.memory import check_training_fits
 from redthread.train.recipes import VIT_MODEL, VIT_TRAIN
@@ -75,14 +75,15 @@ def train_vit_digits(
     data = load_digits(upscale=upscale)
     cfg_model = vit_config(data, upscale, model_fields or {})
     cfg = TrainConfig(**{**VIT_TRAIN, "eval_interval": 250, "eval_batches": 10, "log_interval": 50, **(train_fields or {})})
-    check_training_fits("ViT", cfg_model, cfg.batch_size, cfg.device)
+    placement = resolve_placement(cfg)  # the device and the precision, once: the size check and the loop get them
+    check_training_fits("ViT", cfg_model, cfg.batch_size, placement.device)
     torch.manual_seed(cfg.seed)
     model = ViT(cfg_model)
     log(f"ViT on digits ({data.image_size}x{data.image_size}, {cfg_model.n_patches} patches of "
         f"{cfg_model.patch_size}x{cfg_model.patch_size}): {model.num_params():,} parameters, {cfg.max_iters} steps")
     with folder:  # a failure before the first checkpoint leaves a run it was replacing as it was
         result = train(model, data, cfg, run_dir=folder.write_dir, resume=resume, progress=progress, log=log,
-                       extra={"task": "vit-digits", "upscale": upscale}, publish=folder.publish)
+                       extra={"task": "vit-digits", "upscale": upscale}, publish=folder.publish, placement=placement)
     scores = {**score(model, data), "steps": result.step, "train_seconds": result.elapsed, "upscale": upscale}
     if distributed.is_main():
         atomic_write_text(out / "results.json", json.dumps(scores, indent=2) + "\n")
@@ -117,6 +118,7 @@ def run_image_ladder(
     """Softmax regression, an MLP and the ViT on the same split, steps and batches; one row each."""
     if name not in IMAGE_SETS:
         raise RedthreadError(f"unknown image data set {name!r}; use one of {', '.join(IMAGE_SETS)}")
+    resolved = resolve_device(device)  # once for the three rungs (each rung's config keeps the name)
     data = load_digits(upscale=upscale)
     flat = data.flattened()
     d_in = flat.split("train")[0].shape[1]
@@ -137,7 +139,8 @@ def run_image_ladder(
             seed=seed, device=device, max_time=None if minutes is None else 60 * minutes,
         )
         run_dir = Path(out) / "rungs" / "vit" if out is not None and isinstance(model, ViT) else None  # the one rung a checkpoint holds
-        result = train(model, source, cfg, run_dir=run_dir, progress=False, extra={"ladder": name, "upscale": upscale})
+        result = train(model, source, cfg, run_dir=run_dir, progress=False, extra={"ladder": name, "upscale": upscale},
+                       placement=resolve_placement(cfg, resolved))
         s = score(model, source)
         results.append(ImageRung(label, sum(p.numel() for p in model.parameters()), result.elapsed, result.step,
                                  s["accuracy"], s["nll"]))

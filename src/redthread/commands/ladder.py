@@ -36,7 +36,7 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_report_folder
 from redthread.models.registry import RUNGS, build_model
 from redthread.train.calibration import Calibration, calibration, plot_reliability
-from redthread.train.loop import TrainConfig, evaluate, train
+from redthread.train.loop import TrainConfig, evaluate, resolve_device, resolve_placement, train
 from redthread.train.memory import check_training_fits
 from redthread.train.progress import progress_mode
 
@@ -182,7 +182,9 @@ def parse_rungs(text: str | None) -> list[str]:
     return rungs
 
 
-def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, progress, device: str, seed: int) -> RungResult:
+def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, progress, device: str, seed: int,
+               resolved: torch.device | None = None) -> RungResult:
+    """One rung trained on `device` (the name its config keeps; `resolved`: that name as the ladder resolved it)."""
     fields_, settings = rung_settings(rung, data)
     lr = settings.get("lr", 1e-3)
     torch.manual_seed(seed)
@@ -195,10 +197,11 @@ def train_rung(rung: str, data: LadderData, budget: Budget, out: Path | None, pr
         log_interval=max(1, min(50, budget.steps // 20)), seed=seed, device=device,
         max_time=None if budget.minutes is None else budget.minutes * 60,
     )
-    check_training_fits(type(model).__name__, model.cfg, cfg.batch_size, device)
+    placement = resolve_placement(cfg, resolved)
+    check_training_fits(type(model).__name__, model.cfg, cfg.batch_size, placement.device)
     run_dir = out / "rungs" / rung if out is not None else None
     result = train(model, data.source, cfg, run_dir=run_dir, tokenizer=data.tokenizer, progress=progress,
-                   extra={"ladder": data.name, "rung": rung})
+                   extra={"ladder": data.name, "rung": rung}, placement=placement)
     final = evaluate(model, data.source, "val", batch_size=64)  # every validation token once
     cal = calibration(model, data.source, "val", batch_size=64)
     excess = None if data.bayes_nll is None else final["nll"] - data.bayes_nll
@@ -238,11 +241,11 @@ def load_ladder_data(data: str | None, lines: str | None, tokenizer: str = "char
 
 def run_ladder(data: LadderData, rungs: list[str], budget: Budget, out: Path | None = None, device: str = "cpu",
                seed: int = 1337, progress: bool = True, say=print) -> list[RungResult]:
-    results = []
+    results, resolved = [], resolve_device(device)  # once for every rung
     with LadderProgress(len(rungs), budget.steps, enabled=progress) as bar:
         for i, rung in enumerate(rungs):
             bar.start_rung(i, rung)
-            results.append(train_rung(rung, data, budget, out, bar, device, seed))
+            results.append(train_rung(rung, data, budget, out, bar, device, seed, resolved))
             r = results[-1]
             say(f"{r.label}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if r.excess is not None else "")
                 + f" ({r.seconds:.0f} s)" + (f"; {r.warning()}" if r.warning() else ""))

@@ -24,7 +24,7 @@ from redthread.files import check_free_space
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.train import distributed
 from redthread.train.checkpoint import read_checkpoint
-from redthread.train.loop import TrainConfig, TrainResult, evaluate, resolve_device, train
+from redthread.train.loop import TrainConfig, TrainResult, evaluate, resolve_placement, train
 from redthread.train.memory import check_training_memory
 from redthread.train.run_folder import RunFolder
 from redthread.words import plural
@@ -76,17 +76,21 @@ def train_language_model(
     log: Callable[[str], None] = lambda s: None,
     score: bool = True,
     announce: bool = True,
+    device: torch.device | None = None,
 ) -> TrainedRun:
     """`score`: end with the NLL of every validation token (`final`; empty when False, for a caller
-    that scores a part itself); `announce`: log the model and the settings before training."""
+    that scores a part itself); `announce`: log the model and the settings before training.
+
+    The device and the precision are resolved here, once, and passed down (`resolve_placement`);
+    `device`: the training settings' device already resolved by the caller (None: resolved here)."""
     out = Path(out)
     with RunFolder(out, resume, overwrite) as folder:  # a failure before the first checkpoint leaves an old run as it was
         return _train(folder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log,
-                      score, announce)
+                      score, announce, device)
 
 
 def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides, train_overrides, resume, progress, log,
-           score, announce) -> TrainedRun:
+           score, announce, device) -> TrainedRun:
     out = folder.out
     log = log if distributed.is_main() else lambda s: None
     model_overrides, train_overrides = dict(model_overrides or {}), dict(train_overrides or {})
@@ -104,10 +108,11 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
         data, extra = saved_data, ckpt.extra
         train_cfg = TrainConfig.from_dict({**(ckpt.train_config or {}), **train_overrides})
 
-    resolve_device(train_cfg.device)  # an unusable device fails before the data are read
+    placement = resolve_placement(train_cfg, device)  # an unusable device or precision fails before the data are read
     train_split, val_split, tokenizer = load_splits(data, tokenizer_kind, vocab_size, tokenizer)
     cfg = resolve_model_config(model_overrides, tokenizer.vocab_size, saved_model_cfg)
-    check_training_memory(cfg, train_cfg)  # before anything is allocated, and before the lengths (block_size 1e12)
+    # before anything is allocated, and before the lengths (block_size 1e12)
+    check_training_memory(cfg, train_cfg, placement.device, placement.precision.name)
     lm_data = LMData(train_split, val_split, cfg.block_size)
     lm_data.check_lengths()
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of what --seed reproduces
@@ -120,7 +125,7 @@ def _train(folder: RunFolder, data, tokenizer_kind, vocab_size, model_overrides,
         log(f"training settings: {settings_line(train_cfg)}")
 
     result = train(model, lm_data, train_cfg, run_dir=folder.write_dir, tokenizer=tokenizer, resume=ckpt if resume else False,
-                   progress=progress, log=log, extra=extra, publish=folder.publish)
+                   progress=progress, log=log, extra=extra, publish=folder.publish, placement=placement)
     final = {}
     if score:  # every validation token, once: timed apart, since it is no part of the training (or its time budget)
         log(f"scoring the whole validation split: {len(lm_data.split('val').tokens):,} tokens, each once")

@@ -8,7 +8,9 @@
         every eval_interval steps: evaluate, save   # validation NLL, a checkpoint
 
 `train()` reads in that order: build (device, seeds, optimizer, precision, run folder), then the
-loop (schedule, batch, step, log, evaluate, save), then finish. Beside it: the settings and the
+loop (schedule, batch, step, log, evaluate, save), then finish. The device and the precision come
+resolved (`Placement`, from `resolve_placement`, called once where a command starts); `train`
+resolves them from its config only when called without one. Beside it: the settings and the
 schedule (`train/config.py`), the run folder and its checkpoints (`train/run_writer.py`), the
 metrics and the loss curve (`train/metrics.py`), the clock and the progress bar (`train/progress.py`).
 
@@ -62,8 +64,8 @@ from redthread.train.progress import Clock, Progress
 from redthread.train.run_writer import RunWriter, rng_state
 
 __all__ = [  # what callers import from here (TrainConfig and lr_at live in train/config.py, the metrics in train/metrics.py)
-    "DataSource", "Progress", "TrainConfig", "TrainResult", "classifier_score", "evaluate", "lr_at", "make_optimizer",
-    "objective_of", "plot_loss_curve", "read_metrics", "resolve_device", "train",
+    "DataSource", "Placement", "Progress", "TrainConfig", "TrainResult", "classifier_score", "evaluate", "lr_at",
+    "make_optimizer", "objective_of", "plot_loss_curve", "read_metrics", "resolve_device", "resolve_placement", "train",
 ]
 
 
@@ -81,6 +83,23 @@ class TrainResult:
     elapsed: float
     tokens_per_s: float
     evals: list[tuple[int, float]] = field(default_factory=list)  # (step, validation NLL) of each estimate
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and in what precision a run computes: a TrainConfig's `device` and `precision` as this
+    machine resolves them ("auto" -> cuda or cpu; "auto" -> bf16, fp16 or fp32). The config keeps the
+    names as given, so a checkpoint resumed on another machine resolves them there."""
+
+    device: torch.device
+    precision: Precision
+
+
+def resolve_placement(cfg: TrainConfig, device: torch.device | None = None) -> Placement:
+    """`cfg.device` and `cfg.precision` resolved, once, where a command starts; the result is passed
+    down as a value. `device`: cfg.device already resolved by the caller (None: resolved here)."""
+    device = resolve_device(cfg.device) if device is None else device
+    return Placement(device, _choose_precision(cfg, device))
 
 
 def objective_of(model: nn.Module, objective: Callable | None = None) -> Callable:
@@ -148,6 +167,7 @@ def train(
     extra: dict | None = None,
     publish: Callable[[], Path] | None = None,
     monitor: Callable[[int, float, nn.Module], bool] | None = None,
+    placement: Placement | None = None,
 ) -> TrainResult:
     """Train `model` by maximum likelihood on `data`; write metrics and checkpoints to `run_dir`.
 
@@ -169,6 +189,9 @@ def train(
     stop the run there (a benchmark's full-split score at fixed intervals, say). Under torchrun every
     rank calls it, and all must answer alike.
 
+    `placement`: cfg.device and cfg.precision as the command that started the run resolved them
+    (`resolve_placement`); None: resolved here, once.
+
     A loss or gradient norm that is not finite stops training with a one-line error naming the
     step; weights that are not finite are never saved, so the last good checkpoint is kept.
     """
@@ -176,17 +199,19 @@ def train(
     if cfg.tensorboard:
         events.check_available()  # before any compute
     if hasattr(model, "count") and not any(p.requires_grad for p in model.parameters()):
-        return _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra)
+        device = placement.device if placement is not None else resolve_device(cfg.device)  # counting has no precision
+        return _fit_by_counting(model, data, cfg, device, run_dir, objective, tokenizer, log, extra)
 
-    # build: the device (and the process group under torchrun), the seeds, the optimizer, the run folder
-    device = distributed.setup(resolve_device(cfg.device))
+    # build: the device (and the process group under torchrun), the seeds, the optimizer, the precision, the run folder
+    placement = placement if placement is not None else resolve_placement(cfg)
+    device = distributed.setup(placement.device)
     rank, world, main = distributed.rank(), distributed.world_size(), distributed.is_main()
     log = log if main else None  # only rank 0 speaks and writes
     torch.manual_seed(cfg.seed + rank)
     generator = torch.Generator().manual_seed(cfg.seed + rank)  # rank r's shard of the batches
     model.to(device).train()
     optimizer = make_optimizer(model, cfg, device)
-    precision, tf32 = _choose_precision(cfg, device), enable_tf32(device)
+    precision, tf32 = placement.precision, enable_tf32(device)
     scaler = precision.make_scaler()  # a pass-through unless fp16
     run = RunWriter(run_dir, cfg, model, optimizer, scaler, generator, tokenizer, extra, publish, main)
     step, spent = run.start(_checkpoint_to_resume(resume, run.dir, device), log)  # 0, 0.0 unless resumed
@@ -322,9 +347,8 @@ def _say_interrupted(log: Callable[[str], None] | None, run: RunWriter, step: in
         log(f"interrupted: checkpoint saved at step {step}; continue with --resume")
 
 
-def _fit_by_counting(model, data, cfg, run_dir, objective, tokenizer, log, extra) -> TrainResult:
+def _fit_by_counting(model, data, cfg, device, run_dir, objective, tokenizer, log, extra) -> TrainResult:
     """The closed-form MLE of a count model: one pass over the training split, then validation."""
-    device = resolve_device(cfg.device)
     model.to(device)
     run_dir = Path(run_dir) if run_dir is not None else None
     t0, tokens = time.perf_counter(), 0

@@ -163,15 +163,16 @@ def training_bytes(
     return max(step, evaluation) + model_bytes("TransformerLM", cfg) - 4 * n + batch
 
 
-def check_training_memory(cfg: TransformerConfig, train_cfg, device=None) -> None:
+def check_training_memory(cfg: TransformerConfig, train_cfg, device=None, precision: str | None = None) -> None:
     """Refuse, in one line, a TransformerLM run (`train_cfg`: a TrainConfig) that cannot fit on its device.
 
-    Call it before the model is built. `device` defaults to `train_cfg.device`, resolved as the loop does."""
+    Call it before the model is built. `device` and `precision` ("fp32", "bf16" or "fp16"): the run's,
+    as the command resolved them (`train/loop.py`'s `Placement`); None: resolved here from `train_cfg`."""
 
     device = resolve_device(train_cfg.device) if device is None else torch.device(device)
     if device.type != "cpu":  # the model is built on the CPU first, then moved
         check_model_fits("TransformerLM", cfg)
-    precision = choose_precision(train_cfg.precision, device).name
+    precision = choose_precision(train_cfg.precision, device).name if precision is None else precision
     checkpointing = bool(train_cfg.activation_checkpointing)
 
     def needed(v: dict) -> int:
