@@ -110,6 +110,7 @@ def test_a_view_reads_what_the_inspector_records_and_shows_in_the_explorer(tmp_p
 # -- add an experiment -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the command asks git which commit the experiment's code ran at (numbers.code_commit)
 def test_a_registered_experiment_runs_through_the_command(tmp_path, monkeypatch):
     monkeypatch.setitem(EXPERIMENTS, "toy-claim", "tests.recipe_experiment")
     out = tmp_path / "toy"
