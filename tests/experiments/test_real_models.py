@@ -183,6 +183,19 @@ def test_tier_verdicts_compare_the_tiers_claim_by_claim():
     assert smoke == {"C8": {a: SMOKE, c: SMOKE}} and disagreements(smoke) == {}
 
 
+def test_the_verdict_per_tier_reads_the_final_verdicts_first_among_the_results():
+    from redthread.experiments.real_models import conclude
+    from redthread.experiments.stats import NOT_REPLICATED
+
+    report = _report(False, {"near_plays": 0.3, "near_large": 0.3})
+    report.settle()
+    report.note("a figure")
+    report.checks[1].verdict = NOT_REPLICATED  # as merge() decides it when set B does not reach set A's verdict
+    conclude(report)
+    assert report.numbers["tier_verdicts"] == {"C8": {TIERS["plays"]: HOLDS, TIERS["large"]: NOT_REPLICATED}}
+    assert report.sections[0].startswith("### Verdict per tier") and report.sections[-1] == "a figure"
+
+
 def test_the_larger_model_is_larger():
     assert LARGE_MODEL["n_layer"] > RECIPE_MODEL["n_layer"] and LARGE_MODEL["d_model"] > RECIPE_MODEL["d_model"]
     assert LARGE_MODEL["pos"] == "rope" and LARGE_MODEL["block_size"] == RECIPE_MODEL["block_size"]

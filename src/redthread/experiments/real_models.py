@@ -68,8 +68,8 @@ runs, and the two seed sets of a full run are its two independent trainings.
 
 Verdict per tier: each check's part names its tier, so the report's verdict line gives every
 tier's verdict per claim; the first table of the results sets the tiers' verdicts side by side,
-claim by claim, and says where they disagree (computed from the checks' verdicts of one run: in a
-full run, the first seed set's, the replicated verdicts standing in the checks table).
+claim by claim, and says where they disagree (`conclude`, which the runner calls on the final
+report: in a full run, from the verdicts over both seed sets).
 
 Nothing is tuned (GRID is empty): the recipe was tuned on its own runs (docs/benchmarks.md, the
 speedrun) and is used as it is for both arms and for (c); neither the control with no positions
@@ -573,7 +573,6 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
         progress.update(0.95, f"seed {seeds[0]}: the larger model")
     minilm = minilm_part()
     decide(report, results, seeds, minilm, large)
-    compare_tiers(report)  # first among the results: every check is made by now
     describe(report, results, seeds, minilm, large, T)
     if progress is not None:
         progress.update(1.0)
@@ -798,8 +797,20 @@ def disagreements(verdicts: dict[str, dict[str, str]]) -> dict[str, dict[str, st
     return {claim: tiers for claim, tiers in verdicts.items() if len(set(tiers.values())) > 1}
 
 
+def conclude(report: Report) -> None:
+    """Called by the runner on the final report, its checks decided over both seed sets (experiments/replication.py):
+    the verdict per tier, first among the results."""
+    if report.skipped:
+        return
+    n = len(report.sections)
+    compare_tiers(report)
+    added = report.sections[n:]
+    del report.sections[n:]
+    report.sections[:0] = added
+
+
 def compare_tiers(report: Report) -> None:
-    """Verdict per tier, claim by claim, and where the tiers disagree: computed from this run's checks."""
+    """Verdict per tier, claim by claim, and where the tiers disagree: computed from the report's checks."""
     verdicts = tier_verdicts(report)
     report.number("tier_verdicts", verdicts)
     tiers = list(TIERS.values())
@@ -810,8 +821,7 @@ def compare_tiers(report: Report) -> None:
                    else "one tier"]
                   for claim, found in sorted(verdicts.items(), key=lambda kv: int(kv[0][1:]))],
                  title="Verdict per tier; where tiers disagree, say so")
-    scope = ("this run's seed set (in a full run, set A's run; the replicated verdicts are in the checks table and the "
-             "verdict line, set B's comparison in report.json under runs)")
+    scope = "both seed sets (a verdict holds or does not hold only where both sets reach it)"
     if report.quick:
         report.note("Verdict per tier: none, a quick run is a smoke test.")
     elif differ:

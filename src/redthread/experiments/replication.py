@@ -51,6 +51,8 @@ def run_experiment(name: str, quick: bool, seed: int, progress=None) -> Report:
             part = _Part(progress, i, len(plan))
             runs[b, s] = run_once(module, False, s, b, part)
         report = merge(runs, budgets, [seed + o for o in SEED_SETS])
+    if hasattr(module, "conclude"):  # what the module says of its final verdicts, both sets and budgets merged
+        module.conclude(report)
     report.plan = preregistration(module, quick, seed)
     report.history = history_of(name)
     report.criteria_commit = criteria_commit(name)
