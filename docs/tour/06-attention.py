@@ -66,7 +66,7 @@
 #
 # 把它当作注意力来读：**查询**（query）是新的 $x$，**键**（key）是训练输入 $x_i$，**值**（value）是训练目标 $y_i$，
 # 权重是相似度的 softmax。`rt.NadarayaWatson` 就是这个模型；它给出的预测分布是高斯分布，方差等于被关注的训练目标的加权离散度
-# 再加上一个噪声下限。宽度 $h$ 和这个噪声下限是它仅有的参数，用最大似然学出来
+# 再加上一个最小方差。宽度 $h$ 和这个最小方差是它仅有的参数，用最大似然学出来
 # （每个训练点都由其余的点来预测，即留一法；否则 $h \to 0$ 会把每个目标原样抄下来）。下面取 200 个带噪声的点，
 # 真实的 $E[y \mid x] = \sin 2x + x/2$，比较核估计与直线拟合，并画出三个查询的权重 $\alpha_i(x)$。
 
@@ -225,9 +225,9 @@ print("row sums:", weights.sum(-1).tolist())
 # ## 为什么要除以 √d_k
 #
 # 如果 $q$ 和 $k$ 的各个分量相互独立、均值为 0、方差为 1，那么 $q \cdot k = \sum_{m=1}^{d_k} q_m k_m$ 是 $d_k$ 个方差为 1 的项之和，
-# 方差就是 $d_k$（[C7](../claims.md)）。$d_k$ 很大时，分数分布得很开，而分数差距很大时的 softmax 几乎是 one-hot：
+# 方差就是 $d_k$（[C7](../claims.md)）。$d_k$ 很大时，分数分布得很开，而分数差距很大时的 softmax 几乎是独热的：
 # 一个键拿走几乎全部权重。这时梯度也几乎消失，因为 softmax 的雅可比矩阵
-# $\partial \alpha / \partial s = \mathrm{diag}(\alpha) - \alpha\alpha^\top$ 在 one-hot 的 $\alpha$ 处等于零。
+# $\partial \alpha / \partial s = \mathrm{diag}(\alpha) - \alpha\alpha^\top$ 在独热的 $\alpha$ 处等于零。
 # 除以 $\sqrt{d_k}$ 之后，不管 $d_k$ 多大，方差都回到 1。下面实际测量：2,000 个随机查询，每个对 32 个随机键：
 
 # %%

@@ -264,7 +264,7 @@ for label, values in similarity.items():
 # deep stacks without a careful learning-rate warm-up (Xiong et al. 2020).
 
 # %% [markdown] lang="zh"
-# 有残差时，无论前置还是后置归一化，不同位置的向量在任何深度都保持不同。没有残差时，到第 8 层所有位置的向量都指向同一个方向
+# 有残差时，无论前置还是后置归一化，不同位置的向量在任何深度都保持不同。没有残差时，堆到 8 层，所有位置的向量都指向同一个方向
 # （余弦相似度约为 1.0）：这个堆叠已经丢掉了"哪个字符在哪里"的信息，任何训练信号都找不回来。
 # [深度实验](../experiments/depth/report.md)训练了这样的堆叠，在训练好的模型上得到同样的结论（C11 成立）。
 # 这里默认用前置归一化，因为它训练深层网络时不需要精心设计学习率预热（Xiong 等，2020）。
@@ -366,13 +366,13 @@ plt.show()
 # All three pass the bigram within these 400 steps; rotary positions, which hand attention the relative
 # distance directly, learn fastest by far. In so short a run the sinusoidal encoding does no better than none at
 # all, and the model with no positions is not helpless: under a causal mask a position can still tell how many
-# others it sees. Here is the rotary model writing, and then its four heads in the second
-# block looking at one line: each row is one character's distribution over the characters before it.
+# others it sees. Here is the rotary model writing, and then its four heads in layer 1 (counting
+# from 0) looking at one line: each row is one character's distribution over the characters before it.
 
 # %% [markdown] lang="zh"
 # 在这 400 步之内，三个模型都超过了二元语法；旋转位置编码直接把相对距离交给注意力，学得快得多。训练这么短时，
 # 正弦位置编码并不比不加位置编码更好；而没有位置编码的模型也并非无能为力：在因果掩码下，一个位置仍然能知道自己
-# 看得到多少个位置。下面先看旋转位置编码的模型写出的文字，再看它第二个块的四个头怎样看同一行文本：
+# 看得到多少个位置。下面先看旋转位置编码的模型写出的文字，再看它层 1（从 0 计数）的四个头怎样看同一行文本：
 # 每一行是一个字符在它之前各字符上的分布。
 
 # %%
@@ -389,7 +389,7 @@ labels = [repr(c)[1:-1] for c in line]
 fig, axes = plt.subplots(1, 4, figsize=(16, 4.4))
 for h, ax in enumerate(axes):
     ax.imshow(att[h], cmap="Blues", vmin=0, vmax=1)
-    ax.set_title(f"block 1, head {h}")
+    ax.set_title(f"layer 1, head {h}")
     ax.set_xticks(range(len(labels)), labels, fontsize=6)
     ax.set_yticks(range(len(labels)), labels, fontsize=6)
 plt.show()
@@ -404,7 +404,7 @@ plt.show()
 # looks inside larger ones.
 
 # %% [markdown] lang="zh"
-# 训练 400 步之后，每个头主要都在看最近的几个字符，但看法不同：头 0 和头 3 几乎把一行的全部权重放在一个字符上
+# 训练 400 步之后，每个头主要都在看最近的几个字符，但看法不同：头 0 和头 3（从 0 计数）几乎把一行的全部权重放在一个字符上
 # （当前字符或紧挨在它前面的字符），头 1 和头 2 则把权重分散到更靠前的几个字符上。多个头是否真的各有分工、
 # 是否像原文说的那样像一个集成，由[多头实验](../experiments/heads/report.md)和[集成实验](../experiments/ensemble/report.md)检验：
 # 它们确实各有分工，但并不是集成里可以互相替代的成员（C9 部分成立）。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。

@@ -45,7 +45,7 @@
 #
 # $$\mathcal{L}(\theta) = -\frac{1}{N} \sum_{t=1}^{N} \log P_\theta(x_t \mid x_{<t}),$$
 #
-# 也就是真实下一个词元的 one-hot 分布与模型 softmax 输出之间的**交叉熵**。它的单位是“奈特/词元”；除以 $\ln 2$
+# 也就是真实下一个词元的独热分布与模型 softmax 输出之间的**交叉熵**。它的单位是“奈特/词元”；除以 $\ln 2$
 # 就换成比特（这里一个词元就是一个字符，所以是“比特/字符”），$e^{\mathcal{L}}$ 则是困惑度。
 # 在模型没见过的文本上，期望损失可以拆成两部分：
 #
@@ -133,7 +133,7 @@ print(f"unigram  val NLL = {-np.log(unigram[val_ids.tokens]).mean():.3f} nats/to
 # ```
 #
 # 外面包着的是：先线性预热、再按余弦衰减的学习率，梯度裁剪，只作用于权重矩阵的权重衰减，以及每隔 `eval_interval`
-# 步在一组固定窗口上计算的验证集 NLL——它和训练损失一起写进运行目录里的 `metrics.jsonl`。数据源可以是任何带有
+# 步在一组固定窗口上计算的验证集 NLL——它和训练损失一起写进运行文件夹里的 `metrics.jsonl`。数据源可以是任何带有
 # `batch`、`eval_batches` 和 `tokens_per_char` 方法的对象；`LMData` 提供长度为 `block_size` 的窗口。
 # 每个位置的目标就是下一个字符：
 
