@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or reuse) the local virtual environment .venv and install redthread into it.
-#   bash setup.sh          the package and its default corpus; as root with apt, a CJK font for
-#                          Chinese text in figures when none is installed (fonts-wqy-microhei, 5 MB)
+#   bash setup.sh          the package with its ONNX extra (onnx, onnxruntime: redthread export --format onnx)
+#                          and its default corpus; as root with apt, a CJK font for Chinese text in
+#                          figures when none is installed (fonts-wqy-microhei, 5 MB)
 #   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn,
 #                          playwright, the docs site's MkDocs and its own MathJax, JupyterLab for the
 #                          tour's chapters) and, when missing, Debian's chromium for the browser tests
@@ -10,13 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
-extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+test=""
+[ "${1:-}" = "--test" ] && test="yes"
+extras="[onnx${test:+,test}]"
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=".venv/.redthread-setup${extras:+-test}"
+stamp=".venv/.redthread-setup${test:+-test}"
 want=$(cat pyproject.toml setup.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
@@ -29,7 +31,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 # the browser tests drive Debian's chromium through playwright (never `playwright install`)
-if [ -n "$extras" ] && [ ! -x /usr/bin/chromium ]; then
+if [ -n "$test" ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing Debian's chromium for the browser tests"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null

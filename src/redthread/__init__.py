@@ -12,6 +12,7 @@ from redthread.generate.config import SampleConfig
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
+from redthread.interop.onnx_export import export_onnx
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
@@ -48,6 +49,6 @@ __all__ = [
     "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint",
-    "from_pretrained", "export_gpt2",
+    "from_pretrained", "export_gpt2", "export_onnx",
     "record_attention", "AttentionMaps", "show_attention", "show_image_attention", "show_next_token",
 ]

@@ -10,7 +10,8 @@
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
     redthread attention --text "..."    the attention of a run or a pretrained model: offline explorer page, figures
     redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
-    redthread export --checkpoint RUN   a Transformer run as a GPT-2 folder that Hugging Face transformers loads
+    redthread export RUN --format onnx  a language-model run as an ONNX graph (+ JSON) for a page in a browser
+    redthread export RUN --out FOLDER   a Transformer run as a GPT-2 folder that Hugging Face transformers loads
     redthread experiment NAME|all       test a claim of the essay: a report with figures and a computed verdict
 """
 
@@ -267,10 +268,16 @@ def build_parser() -> Parser:
     srv.add_argument("--token", help="the access token every request must carry (default: none on 127.0.0.1; "
                                      "generated and printed in the link to share on any other --host)")
 
-    exp = sub.add_parser("export", help="write a Transformer run as a Hugging Face GPT-2 folder")
-    exp.add_argument("--checkpoint", required=True, help="a TransformerLM run folder or its checkpoint.safetensors")
-    exp.add_argument("--out", required=True, help="the folder to write (config.json, model.safetensors, tokenizer.json)")
-    exp.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
+    exp = sub.add_parser("export", help="write a run as an ONNX graph for a browser page, or a Transformer run as a "
+                                        "Hugging Face GPT-2 folder")
+    exp.add_argument("run", nargs="?", help="a run folder or its checkpoint.safetensors")
+    exp.add_argument("--checkpoint", help="the run, as an option (the older spelling of RUN)")
+    exp.add_argument("--format", choices=("gpt2", "onnx"), default="gpt2",
+                     help="onnx: the graph (logits and, for a Transformer, every intermediate) and a JSON with the "
+                          "tokenizer, for bigram, MLP, RNN/LSTM/GRU and Transformer runs; gpt2 (default): a GPT-2 folder")
+    exp.add_argument("--out", help="onnx: the .onnx file (default RUN/model.onnx; its .json beside it); "
+                                   "gpt2: the folder to write (config.json, model.safetensors, tokenizer.json)")
+    exp.add_argument("--overwrite", action="store_true", help="replace what an earlier export wrote there")
 
     from redthread.experiments import SUMMARIES
 
@@ -377,7 +384,7 @@ def run(args) -> None:
     elif args.command == "export":
         from redthread.commands.export import export_command
 
-        export_command(args.checkpoint, args.out, args.overwrite)
+        export_command(args.run, args.checkpoint, args.out, args.overwrite, args.format)
     elif args.command == "experiment":
         from redthread.commands.experiment import experiment_command
 
