@@ -1,0 +1,323 @@
+"""Reference models: the best model of each rung of the ladder on each shipped corpus, trained with
+recorded settings and seeds, and shipped inside the package (issue 27, item 2).
+
+Each model is trained by the ladder's own path (the corpus as `redthread ladder` loads it, the model
+by its rung name from the registry, the one training loop) with the settings of its row in BUDGETS,
+on one CPU thread, in fp32. A budget is a number of STEPS and a seed, so it means the same on any
+machine; the CPU seconds (process time) and wall seconds each took here are measured and recorded
+in the model's metadata beside its validation figure: NLL in nats per token of the corpus's whole
+validation split, every token once, as `redthread eval` computes it. A row's `why` says how its
+settings were chosen (short probes compared on the validation split, so the figures are slightly
+optimistic, as every tuned figure of this kind is; the n-gram's smoothing was chosen on a
+development split cut from the training data instead).
+
+The shipped file, `src/redthread/data/models/NAME.safetensors`, is a redthread checkpoint whose
+weights are stored in float16 (counts in float32, exactly: they are integers), which halves the
+package; it loads into the float32 model. Its recorded figures are those of the stored weights; the
+float32 model's figure before rounding is recorded beside them (`val_nll_fp32`). A test
+(tests/test_reference_models.py) loads every shipped model by name and scores its recorded figure
+to 1e-4: a fixed sample of the validation split in the fast tier (`check`), the whole split in the
+slow one.
+
+    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py [--only NAME,...] [--ship]
+    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --list
+    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --only names-lstm \
+        --try '{"model": {"dropout": 0.1}, "steps": 8000}' --tag drop01     # explore; nothing shipped
+    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --tune-ngram
+
+Run folders go to --out (default runs/reference/NAME); --ship also copies each trained model into
+the package and rewrites the table of docs/benchmarks.md's section from the metadata (--table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from redthread.commands.ladder import LABELS, LadderData, load_ladder_data
+from redthread.data.shipped_models import MODELS_DIR
+from redthread.models.registry import build_model
+from redthread.train.checkpoint import read_checkpoint, save_checkpoint
+from redthread.train.loop import TrainConfig, evaluate, train
+
+ROOT = Path(__file__).resolve().parents[1]
+THREADS = 1
+CHECK = {"batch_size": 32, "max_batches": 4}  # the fast test's sample: the periodic estimate's fixed windows (EVAL_SEED)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A shipped corpus as the ladder reads it: `data` a stream of characters cut into windows
+    (`redthread ladder --data`), or `lines` one example per line (`--lines`)."""
+
+    data: str | None
+    lines: str | None
+    what: str
+
+
+# The corpora, by the prefix of their models' names. A larger Tang corpus can replace tang300 here.
+CORPORA = {
+    "shakespeare": Corpus("tinyshakespeare", None, "tiny Shakespeare (characters; first 90% train, last 10% validation)"),
+    "names": Corpus(None, "names", "names.txt (one name per line; makemore's split: 1,000 validation names)"),
+    "tang300": Corpus("tang300", None, "唐诗三百首, the Three Hundred Tang Poems (characters; 90% / 10%)"),
+}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One row of the budget table: a rung on a corpus, its config fields (vocab_size comes from the
+    data; block_size too for line data), its TrainConfig fields, its steps and seed."""
+
+    corpus: str
+    rung: str
+    model: dict
+    train: dict = field(default_factory=dict)
+    steps: int = 1
+    seed: int = 1337
+    ship: bool = True
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.corpus}-{self.rung}"
+
+
+# AdamW's defaults for every gradient rung unless a row says otherwise: warm-up over 5% of the steps,
+# cosine decay to lr / 10, weight decay 0.1 on matrices, clipping 1.0 (the ladder's recipe).
+BUDGETS = [
+    # tiny Shakespeare
+    Reference("shakespeare", "ngram", {"block_size": 64, "order": 3, "k": 0.1},
+              why="order 3, the highest whose dense table ships in a few MB (order 4: 17.9 M entries); k by --tune-ngram"),
+    Reference("shakespeare", "bigram", {"block_size": 64}, {"batch_size": 32, "lr": 1e-2, "weight_decay": 0.0}, steps=3000,
+              why="the ladder's rung; its optimum is the bigram table, reached in a few thousand steps"),
+    Reference("shakespeare", "mlp", {"block_size": 64, "context": 16, "d_embed": 48, "d_hidden": 256},
+              {"batch_size": 32, "lr": 3e-3}, steps=8000, why="provisional"),
+    Reference("shakespeare", "lstm", {"block_size": 64, "n_layer": 1, "d_embed": 64, "d_hidden": 256},
+              {"batch_size": 32, "lr": 5e-3}, steps=4500, why="provisional"),
+    Reference("shakespeare", "gru", {"block_size": 64, "n_layer": 1, "d_embed": 64, "d_hidden": 256},
+              {"batch_size": 32, "lr": 5e-3}, steps=4500, why="provisional"),
+    Reference("shakespeare", "transformer", {"block_size": 128, "n_layer": 4, "n_head": 4, "d_model": 128, "pos": "rope"},
+              {"batch_size": 24, "optimizer": "muon", "lr": 0.05, "min_lr": 2e-4, "schedule": "rsqrt", "cooldown_frac": 0.2},
+              steps=2300, why="provisional"),
+    # names.txt
+    Reference("names", "ngram", {"order": 4, "k": 0.1},
+              why="order 4, the highest whose dense table ships in a few MB (order 5: 14.3 M entries); k by --tune-ngram"),
+    Reference("names", "bigram", {}, {"batch_size": 32, "lr": 1e-2, "weight_decay": 0.0}, steps=3000, why="provisional"),
+    Reference("names", "mlp", {"context": 16, "d_embed": 48, "d_hidden": 256}, {"batch_size": 32, "lr": 3e-3}, steps=5000,
+              why="provisional"),
+    Reference("names", "lstm", {"n_layer": 1, "d_embed": 64, "d_hidden": 256}, {"batch_size": 32, "lr": 5e-3}, steps=5000,
+              why="provisional"),
+    Reference("names", "gru", {"n_layer": 1, "d_embed": 64, "d_hidden": 256}, {"batch_size": 32, "lr": 5e-3}, steps=5000,
+              why="provisional"),
+    Reference("names", "transformer", {"n_layer": 4, "n_head": 4, "d_model": 128, "pos": "learned", "norm": "post"},
+              {"batch_size": 64, "lr": 2e-3}, steps=5000, why="provisional"),
+    # the Three Hundred Tang Poems
+    Reference("tang300", "ngram", {"block_size": 64, "order": 1, "k": 1.0},
+              why="order 1: on 24,865 training characters of 2,562 kinds, bigram counts score worse on the development "
+                  "split at every k (6.467 at best against 6.406); k by --tune-ngram"),
+    Reference("tang300", "bigram", {"block_size": 64}, {"batch_size": 32, "lr": 1e-2, "weight_decay": 0.0}, steps=1000,
+              ship=False, why="provisional"),
+    Reference("tang300", "mlp", {"block_size": 64, "context": 8, "d_embed": 32, "d_hidden": 256},
+              {"batch_size": 32, "lr": 3e-3}, steps=1000, why="provisional"),
+    Reference("tang300", "lstm", {"block_size": 64, "n_layer": 1, "d_embed": 64, "d_hidden": 256},
+              {"batch_size": 32, "lr": 5e-3}, steps=1000, why="provisional"),
+    Reference("tang300", "gru", {"block_size": 64, "n_layer": 1, "d_embed": 64, "d_hidden": 256},
+              {"batch_size": 32, "lr": 5e-3}, steps=1000, why="provisional"),
+    Reference("tang300", "transformer", {"block_size": 64, "n_layer": 2, "n_head": 4, "d_model": 128, "pos": "rope", "dropout": 0.2},
+              {"batch_size": 32, "lr": 2e-3}, steps=1000, why="provisional"),
+]
+BY_NAME = {r.name: r for r in BUDGETS}
+
+
+def load_corpus(ref: Reference) -> LadderData:
+    corpus = CORPORA[ref.corpus]
+    return load_ladder_data(corpus.data, corpus.lines, "char", block_size=ref.model.get("block_size", 64))
+
+
+def train_config(ref: Reference) -> TrainConfig:
+    settings = {"warmup_iters": max(1, ref.steps // 20), **ref.train}
+    if "min_lr" not in settings:
+        settings["min_lr"] = settings.get("lr", 1e-3) / 10
+    return TrainConfig(max_iters=ref.steps, seed=ref.seed, device="cpu", precision="fp32",
+                       eval_interval=max(1, ref.steps // 10), eval_batches=10, log_interval=max(1, min(50, ref.steps // 20)),
+                       **settings)
+
+
+def code_commit() -> str:
+    """HEAD, with "-dirty" when the code a model depends on (the package's models, layers, training loop, data
+    and the ladder's loading; this script) differs from it."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+    head = git("rev-parse", "--short=12", "HEAD").stdout.strip() or "unknown"
+    code = [f"src/redthread/{part}" for part in ("models", "layers", "train", "data", "commands/ladder.py")]
+    changed = git("diff", "--quiet", "HEAD", "--", *code, "benchmarks/reference_models.py",
+                  ":(exclude)src/redthread/data/models").returncode
+    return head + ("-dirty" if changed else "")
+
+
+def command_line(ref: Reference, change: str | None = None, tag: str | None = None) -> str:
+    line = f"PYTHONPATH=src OMP_NUM_THREADS={THREADS} python benchmarks/reference_models.py --only {ref.name}"
+    return line + (f" --try '{change}' --tag {tag}" if change else "")
+
+
+def stored(model: torch.nn.Module) -> torch.nn.Module:
+    """The copy of `model` that ships: counts (an n-gram's float64 buffers, integers) as float32, which holds
+    them exactly; every other weight as float16."""
+    copy_ = copy.deepcopy(model)
+    return copy_.float() if hasattr(model, "count") else copy_.half()
+
+
+def run_reference(ref: Reference, out: Path, ship: bool, change: str | None = None, tag: str | None = None,
+                  say=print) -> dict:
+    """Train one reference model into out/NAME[-TAG]; write its stored copy and metadata; ship it if asked."""
+    torch.set_num_threads(THREADS)
+    data = load_corpus(ref)
+    fields = {k: v for k, v in ref.model.items() if k != "block_size"}
+    cfg = train_config(ref)
+    torch.manual_seed(ref.seed)
+    model = build_model(ref.rung, vocab_size=data.vocab_size, block_size=data.block_size, **fields)
+    corpus = CORPORA[ref.corpus]
+    extra = {"data": corpus.data or corpus.lines, "lines": corpus.lines is not None, "tokenizer_kind": "char",
+             "rung": ref.rung}
+    run_dir = out / (ref.name + (f"-{tag}" if tag else ""))
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    say(f"{run_dir.name}: {type(model).__name__} {model.cfg.to_dict()}, {model.num_params():,} parameters; "
+        f"{ref.steps} steps, seed {ref.seed}, {ref.train}")
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = train(model, data.source, cfg, run_dir=run_dir, tokenizer=data.tokenizer, progress=False, log=say, extra=extra)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    model.eval()
+    fp32 = evaluate(model, data.source, "val", batch_size=64)
+    path = save_checkpoint(run_dir / "shipped", stored(model), None, result.step, data.tokenizer, cfg.to_dict(), None, extra)
+    shipped = read_checkpoint(path).model.eval()  # what a user loads: the stored weights, in float32
+    final = evaluate(shipped, data.source, "val", batch_size=64)
+    check = evaluate(shipped, data.source, "val", **CHECK)
+    meta = {
+        "name": ref.name, "corpus": ref.corpus, "data": corpus.what, "rung": ref.rung,
+        "label": LABELS.get(ref.rung, ref.rung) if ref.rung != "ngram" else f"{model.cfg.order}-gram counts",
+        "model": model.cfg.to_dict(), "train": {k: v for k, v in cfg.to_dict().items() if k in ref.train or k == "min_lr"},
+        "steps": result.step, "seed": ref.seed, "threads": THREADS, "parameters": sum(p.numel() for p in model.parameters()) or model.num_params(),
+        "cpu_seconds": round(cpu, 1), "wall_seconds": round(wall, 1), "command": command_line(ref, change, tag), "why": ref.why,
+        "commit": code_commit(), "torch": torch.__version__,
+        "val_nll": final["nll"], "val_bpc": final.get("bpc"), "val_tokens": final["tokens"], "val_nll_fp32": fp32["nll"],
+        "check": {**CHECK, "nll": check["nll"], "tokens": check["tokens"]},
+        "storage": "float32 counts" if hasattr(model, "count") else "float16",
+    }
+    save_checkpoint(run_dir / "shipped", stored(model), None, result.step, data.tokenizer, cfg.to_dict(), None,
+                    {**extra, "reference": meta})
+    (run_dir / "reference.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    say(f"{run_dir.name}: val {final['nll']:.4f} nats/token ({fp32['nll']:.4f} before float16), "
+        f"{final.get('bpc', float('nan')):.4f} bits/char; {cpu:.0f} CPU s, {wall:.0f} s wall; "
+        f"evals {[(s, round(v, 3)) for s, v in result.evals]}")
+    if ship and ref.ship and not tag:
+        ship_run(ref, run_dir, say)
+    return meta
+
+
+def ship_run(ref: Reference, run_dir: Path, say=print) -> None:
+    """Copy a trained reference model into the package, once its recorded settings are its row's in BUDGETS
+    (a model explored with --try ships when the row has been changed to what it tried)."""
+    meta = json.loads((run_dir / "reference.json").read_text(encoding="utf-8"))
+    cfg = train_config(ref)
+    row = {"steps": ref.steps, "seed": ref.seed, "train": {k: v for k, v in cfg.to_dict().items() if k in ref.train or k == "min_lr"}}
+    wanted = {k: v for k, v in ref.model.items() if k != "block_size" or CORPORA[ref.corpus].lines is None}
+    differs = [k for k in row if meta[k] != row[k]] + [k for k, v in wanted.items() if meta["model"].get(k) != v]
+    if differs:
+        raise SystemExit(f"{run_dir} was not trained with the settings of {ref.name}'s row ({', '.join(differs)} differ)")
+    MODELS_DIR.mkdir(parents=True, exist_ok=True)
+    target = MODELS_DIR / f"{ref.name}.safetensors"
+    shutil.copyfile(run_dir / "shipped" / "checkpoint.safetensors", target)
+    say(f"shipped: {target} ({target.stat().st_size / 1e6:.2f} MB), val {meta['val_nll']:.4f} nats/token")
+
+
+def tune_ngram(say=print) -> None:
+    """Each n-gram row's order and smoothing k on a development split: the last 10% of the training
+    split held out, counted on the rest (the validation split is not looked at)."""
+    from redthread.data.lm import LMData
+    from redthread.data.sequences import SequenceData
+
+    for ref in (r for r in BUDGETS if r.rung == "ngram"):
+        loaded = load_corpus(ref)
+        src, V = loaded.source, loaded.vocab_size
+        if isinstance(src, LMData):
+            tokens = src.split("train").tokens
+            cut = int(len(tokens) * 0.9)
+            fit, dev = [torch.as_tensor(tokens[:cut].astype("int64"))], [torch.as_tensor(tokens[cut:].astype("int64"))]
+        else:
+            seqs = src.sequences("train")
+            cut = int(len(seqs) * 0.9)
+            fit, dev = seqs[:cut], seqs[cut:]
+        for order in range(1, 6):
+            if V ** order > 2**27:
+                break
+            scores = []
+            for k in (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0):
+                m = build_model("ngram", vocab_size=V, block_size=64, order=order, k=k)
+                if isinstance(src, LMData):
+                    m.fit_stream(fit[0])
+                    scores.append((m.nll_stream(dev[0]), k))
+                else:
+                    tr = SequenceData(fit, dev, V, src.boundary)
+                    for x, y in tr.eval_batches("train", 4096):
+                        m.count(x, y)
+                    scores.append((evaluate(m, tr, "val", batch_size=4096)["nll"], k))
+            best = min(scores)
+            say(f"{ref.name}: order {order}: " + ", ".join(f"k={k:g} {s:.4f}" for s, k in scores)
+                + f"  -> best k={best[1]:g} ({best[0]:.4f})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="comma-separated model names (default: every row of BUDGETS)")
+    ap.add_argument("--out", default="runs/reference", help="run folders (default runs/reference)")
+    ap.add_argument("--ship", action="store_true", help="copy each trained model into src/redthread/data/models/")
+    ap.add_argument("--try", dest="change", help='explore: a change to the row, JSON {"model": {...}, "train": {...}, "steps": N}')
+    ap.add_argument("--tag", help="with --try: the run folder is NAME-TAG")
+    ap.add_argument("--ship-from", metavar="FOLDER", help="ship the model trained in FOLDER (one --only NAME) without "
+                                                           "training again, if it was trained with the row's settings")
+    ap.add_argument("--list", action="store_true", help="print the budget table and stop")
+    ap.add_argument("--tune-ngram", action="store_true", help="choose the n-gram rows' smoothing on a development split")
+    args = ap.parse_args()
+    if args.list:
+        for r in BUDGETS:
+            print(f"{r.name:24} steps {r.steps:>6}  seed {r.seed}  {json.dumps(r.model)}  {json.dumps(r.train)}")
+        return
+    if args.tune_ngram:
+        tune_ngram()
+        return
+    names = args.only.split(",") if args.only else list(BY_NAME)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        sys.exit(f"unknown reference model(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    if os.environ.get("OMP_NUM_THREADS") != str(THREADS):
+        print(f"note: OMP_NUM_THREADS is not {THREADS}; the models are trained on {THREADS} thread (torch.set_num_threads)")
+    if args.ship_from:
+        if len(names) != 1:
+            sys.exit("--ship-from takes one model: --only NAME")
+        ship_run(BY_NAME[names[0]], Path(args.ship_from))
+        return
+    if args.change and not args.tag:
+        sys.exit("--try needs --tag (the run folder is NAME-TAG)")
+    for n in names:
+        ref = BY_NAME[n]
+        if args.change:
+            change = json.loads(args.change)
+            ref = Reference(ref.corpus, ref.rung, {**ref.model, **change.get("model", {})}, {**ref.train, **change.get("train", {})},
+                            change.get("steps", ref.steps), change.get("seed", ref.seed), False, ref.why)
+        run_reference(ref, Path(args.out), args.ship and not args.change, args.change, args.tag if args.change else None)
+
+
+if __name__ == "__main__":
+    main()
