@@ -5,8 +5,10 @@ distribution from finite data by maximum likelihood, and predicts or generates w
     cfg = rt.TransformerConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, d_model=128)
     model = rt.TransformerLM(cfg)                       # model(idx) -> logits (B, T, V)
     out = rt.generate(model, idx, max_new_tokens=100, top_p=0.9, seed=0)
+    model, tok = rt.pretrained("shakespeare-transformer")   # a reference model shipped with redthread
 """
 
+from redthread.data.shipped_models import shipped_models
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.generate.config import SampleConfig
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
@@ -30,7 +32,7 @@ from redthread.models.regression import LinearRegression, MLPClassifier, MLPRegr
 from redthread.models.transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig, TransformerLM
 from redthread.models.vit import ViT, ViTConfig
 from redthread.train.calibration import calibration
-from redthread.train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from redthread.train.checkpoint import load_checkpoint, pretrained, read_checkpoint, save_checkpoint
 from redthread.train.fit import fit_gd
 from redthread.train.loop import TrainConfig, evaluate
 from redthread.viz.notebook import show_attention, show_image_attention, show_next_token
@@ -48,7 +50,7 @@ __all__ = [
     "DecoderBlock", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
     "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
-    "save_checkpoint", "load_checkpoint", "read_checkpoint",
+    "save_checkpoint", "load_checkpoint", "read_checkpoint", "pretrained", "shipped_models",
     "from_pretrained", "export_gpt2", "export_onnx",
     "record_attention", "AttentionMaps", "show_attention", "show_image_attention", "show_next_token",
 ]

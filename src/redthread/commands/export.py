@@ -1,7 +1,8 @@
 """`redthread export RUN`: a run in another format.
 
     redthread export RUN --format onnx [--out FILE.onnx]   an ONNX graph and its description (.json) for a page
-                                                           that runs the model in a browser (default RUN/model.onnx)
+                                                           that runs the model in a browser (default RUN/model.onnx;
+                                                           for a shipped reference model, ./NAME.onnx)
     redthread export RUN --out FOLDER                      a Transformer run as a Hugging Face GPT-2 folder
                                                            (--format gpt2, the default)
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from redthread.data.shipped_models import MODELS_DIR
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.interop.huggingface import export_gpt2
 from redthread.interop.onnx_export import check_exportable, compare_onnx, export_onnx, meta_path
@@ -46,6 +48,9 @@ def export_command(run: str | None, checkpoint: str | None, out: str | None, ove
 def export_onnx_run(ckpt, out: str | None, overwrite: bool) -> None:
     """Write the run's graph and description, check the graph in onnxruntime against PyTorch, and say so."""
     model, name = ckpt.model, ckpt.path.parent
+    if ckpt.path.parent == MODELS_DIR:  # a shipped reference model: its graph goes to this folder, never into the package
+        name = Path(ckpt.path.stem)
+        out = out if out is not None else f"{name}.onnx"
     check_exportable(model)  # what the model is decides first: a ViT run has no tokenizer either
     if ckpt.tokenizer is None:
         raise InvalidValue(f"{name} has no tokenizer: a page could not turn text into the model's token ids "

@@ -101,6 +101,22 @@ def sample_text(
 def evaluate_run(checkpoint: str, data: str | None = None, split: str = "val", device: str = "auto") -> dict:
     """Exact NLL of a split under a run's model, with the run's own tokenizer."""
     ckpt = load_run(checkpoint, device)
+    return evaluate(ckpt.model, run_data(ckpt, data), split, batch_size=64)
+
+
+def run_data(ckpt, data: str | None = None):
+    """The data a run is scored on: `data` (a text file or a shipped text's name), else the run's own as its
+    metadata names it; read as a stream cut into windows of the model's context, or, for a run trained on
+    one example per line (metadata `lines`, as the reference models on names.txt), as `redthread ladder
+    --lines` reads it, with the same held-out lines."""
     data = data if data is not None else ckpt.extra.get("data")
+    if ckpt.extra.get("lines"):
+        from redthread.data.sequences import load_lines
+
+        source, tokenizer = load_lines(data)
+        if tokenizer.chars != ckpt.tokenizer.chars:
+            raise RedthreadError(f"{data} does not have the characters the run was trained on: its lines would be "
+                                 "other token ids (score a file of the same alphabet)")
+        return source
     train_split, val_split, _ = load_splits(data, ckpt.tokenizer.kind, None, ckpt.tokenizer)
-    return evaluate(ckpt.model, LMData(train_split, val_split, ckpt.model.cfg.block_size), split, batch_size=64)
+    return LMData(train_split, val_split, ckpt.model.cfg.block_size)

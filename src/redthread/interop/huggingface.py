@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from redthread.data.pretrained_tokenizer import FILENAME as TOKENIZER_FILE
 from redthread.data.pretrained_tokenizer import hf_tokenizer_json, load_pretrained_tokenizer
+from redthread.data.shipped_models import shipped_models
 from redthread.data.tokenizers import Tokenizer
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_not_foreign, check_writable
@@ -267,7 +268,8 @@ def resolve_pretrained(name_or_folder: str | os.PathLike) -> Path:
         return Path(package.get_model_path())
     if Path(name).is_dir():
         return Path(name)
-    raise MissingFile(f"unknown pretrained model {name!r}: not a folder, nor one of: {', '.join(PRETRAINED)}")
+    known = [*PRETRAINED, *shipped_models()]  # the viewers take redthread's shipped reference models by name too
+    raise MissingFile(f"unknown pretrained model {name!r}: not a folder, nor one of: {', '.join(known)}")
 
 
 # --- export ----------------------------------------------------------------------------------

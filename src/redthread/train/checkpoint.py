@@ -35,6 +35,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 
+from redthread.data.shipped_models import shipped_model_file, shipped_models
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.files import atomic_write, atomic_write_text, irregular_kind
 from redthread.models.config import expected_value, field_bounds, setting_problem
@@ -98,11 +99,24 @@ def checkpoint_path(path: str | os.PathLike) -> Path:
     return path / FILENAME if path.is_dir() or not path.suffix else path
 
 
+def run_file(path: str | os.PathLike) -> Path:
+    """The checkpoint file to read for a run folder, a checkpoint file or a shipped reference model's name
+    (`shakespeare-transformer`: data/shipped_models.py). A file or folder that exists is always what it is;
+    a name is looked up among the shipped models only where nothing of that name exists, so a run of
+    one's own is never shadowed. Reading only: every write goes to the path as given."""
+    file = checkpoint_path(path)
+    if not os.path.lexists(path) and not os.path.lexists(file):
+        shipped = shipped_model_file(os.fspath(path))
+        if shipped is not None:
+            return shipped
+    return file
+
+
 def header_model_class(path: str | os.PathLike) -> str | None:
     """The model class a checkpoint's header names, read without its tensors (a catalogue of runs reads
     many); None for a safetensors file that names none. A truncated or garbled file raises what
     safetensors raises: the caller says which run is unavailable."""
-    with safe_open(str(checkpoint_path(path)), framework="pt") as f:
+    with safe_open(str(run_file(path)), framework="pt") as f:
         return (f.metadata() or {}).get("model_class")
 
 
@@ -184,8 +198,8 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     the CPU (torch.set_rng_state wants a CPU ByteTensor) and the optimizer moves its moments
     to its parameters' device when it loads them.
     """
-    path = checkpoint_path(path)
-    _check_file(path)
+    given, path = path, run_file(path)
+    _check_file(path, given)
     meta, tensors = _read_file(path)
     for key in REQUIRED_KEYS:
         _text(path, meta, key)
@@ -247,16 +261,30 @@ def _runs_nearby(path: Path, shown: int = 8) -> str:
     return f"{guess} (runs in {folder.parent}: {', '.join(runs[:shown])}{more})"
 
 
-def _check_file(path: Path) -> None:
+def _shipped_hint(name: str) -> str:
+    """'; did you mean X? (shipped models: ...)' for a name that is no shipped model."""
+    import difflib
+
+    names = shipped_models()
+    if not names:
+        return " (this install ships none)"
+    close = difflib.get_close_matches(name, names, n=1)
+    return (f"; did you mean {close[0]}?" if close else "") + f" (shipped models: {', '.join(names)})"
+
+
+def _check_file(path: Path, given: str | os.PathLike | None = None) -> None:
     """Stat before opening: a missing, unreadable or irregular file is refused with the real reason.
 
     A folder or a device is refused, and so is a FIFO, whose opening would block until a writer
     came; a file the process may not read says so instead of "No such file or directory".
+    `given`: what the caller named (a bare name that is missing also gets the shipped models' names).
     """
     try:
         kind = irregular_kind(path)
     except FileNotFoundError:
-        raise MissingFile(f"no checkpoint at {path}{_runs_nearby(path)}") from None
+        bare = given is not None and not os.path.dirname(os.fspath(given))  # a name, perhaps a shipped model's
+        shipped = f", and no shipped model of that name{_shipped_hint(os.fspath(given))}" if bare else ""
+        raise MissingFile(f"no checkpoint at {path}{_runs_nearby(path)}{shipped}") from None
     except OSError as e:
         raise RedthreadError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
     if kind == "a folder":
@@ -556,9 +584,26 @@ def _same_kind(saved: Any, live: Any) -> bool:
 
 
 def load_checkpoint(path: str | os.PathLike, model: nn.Module | None = None, map_location="cpu") -> nn.Module:
-    """The model in a checkpoint (a run folder or file). Given `model`, load the weights into it instead."""
+    """The model in a checkpoint (a run folder or file, or a shipped model's name). Given `model`, load the weights into it instead."""
     ckpt = read_checkpoint(path, map_location)
     if model is None:
         return ckpt.model
-    load_weights(model, ckpt.model.state_dict(), source=str(checkpoint_path(path)))
+    load_weights(model, ckpt.model.state_dict(), source=str(ckpt.path))
     return model
+
+
+def pretrained(name: str, map_location: str | torch.device = "cpu") -> tuple[nn.Module, Any]:
+    """A reference model shipped with redthread, by name: (the model, in eval mode, and its tokenizer).
+
+        model, tok = rt.pretrained("shakespeare-transformer")
+        rt.generate(model, torch.tensor([tok.encode("ROMEO:")]), 100, seed=0)
+
+    The names: `rt.shipped_models()`. Each checkpoint's metadata, `rt.read_checkpoint(name).extra["reference"]`,
+    holds its validation figure, its settings, steps and seed, the CPU seconds it took and the commit
+    (docs/benchmarks.md). A run folder is read with `rt.read_checkpoint`, a Hugging Face folder with
+    `rt.from_pretrained`."""
+    path = shipped_model_file(name)
+    if path is None:
+        raise MissingFile(f"no shipped model named {name!r}{_shipped_hint(name if isinstance(name, str) else '')}")
+    ckpt = read_checkpoint(path, map_location)
+    return ckpt.model.eval(), ckpt.tokenizer

@@ -255,8 +255,9 @@ class Inspector:
 
 def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path | None = None,
                    device: str = "cpu", rungs: bool = False) -> Inspector:
-    """An inspector for a redthread run folder (or checkpoint file), or a Hugging Face-format folder /
-    a known pretrained name ("minilm"). rungs=True also opens a ladder rung without attention (n-gram,
+    """An inspector for a redthread run folder (or checkpoint file), a reference model shipped with redthread
+    ("shakespeare-transformer"), or a Hugging Face-format folder / a known pretrained name ("minilm"), where
+    a shipped model's name is looked up first. rungs=True also opens a ladder rung without attention (n-gram,
     bigram, MLP, RNN/LSTM/GRU): its P(next | text), with `attends` False."""
     from redthread.models.base import resolve_device
 
@@ -277,7 +278,7 @@ def _load_run(path: Path, device: str, rungs: bool = False) -> Inspector:
                            "(in Python: rt.show_image_attention)")
     if ckpt.tokenizer is None:
         raise InvalidValue(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
-    name = path.name if path.is_dir() else path.parent.name
+    name = path.name if path.is_dir() or not path.exists() else path.parent.name  # not there: a shipped model's name
     check_weights(ckpt.model, path).eval()
     return inspect_model(ckpt.model, ckpt.tokenizer, name, rungs=rungs, step=ckpt.step, rung=ckpt.extra.get("rung"),
                          where=str(path))
@@ -337,9 +338,12 @@ def ladder_rung(model: nn.Module, named: str | None = None) -> str | None:
 
 def _load_pretrained(name: str | Path, device: str) -> Inspector:
     from redthread.data.pretrained_tokenizer import load_pretrained_tokenizer
+    from redthread.data.shipped_models import shipped_model_file
     from redthread.interop.huggingface import from_pretrained, resolve_pretrained
     from redthread.models.transformer import TransformerLM
 
+    if shipped_model_file(str(name)) is not None and not Path(name).exists():  # a reference model shipped with redthread
+        return _load_run(Path(name), device)
     folder = resolve_pretrained(str(name))
     model = from_pretrained(folder).to(device).eval()
     tok = load_pretrained_tokenizer(folder)
