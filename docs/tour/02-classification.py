@@ -50,6 +50,8 @@
 # "predicted minus observed":
 #
 # $$\frac{\partial}{\partial z_k}\big(-\log \operatorname{softmax}(z)_{y}\big) = p_k - [k = y] .$$
+#
+# ![From an input to logits, to a distribution over classes, scored against a one-hot target by cross-entropy](../img/softmax.svg)
 
 # %% [markdown] lang="zh"
 # ## softmax 回归与它的似然
@@ -64,9 +66,11 @@
 #
 # 训练依然是最大似然。单个样本的 NLL 是 $-\log P(y_i \mid x_i) = -\log \operatorname{softmax}(z_i)_{y_i}$，
 # 它就是独热（one-hot）目标 $q$ 与预测分布 $p$ 之间的**交叉熵** $H(q, p) = -\sum_k q_k \log p_k$：求和里只剩下真实类别那一项。
-# 它对 logits 的梯度就是"预测减去观测"：
+# 它对 logits 的梯度就是“预测减去观测”：
 #
 # $$\frac{\partial}{\partial z_k}\big(-\log \operatorname{softmax}(z)_{y}\big) = p_k - [k = y] .$$
+#
+# ![从输入到 logits，再到类别上的分布，用交叉熵与独热目标比较](../img/softmax.svg)
 
 # %% [markdown] lang="en"
 # ## The data: scikit-learn's handwritten digits
@@ -122,7 +126,7 @@ plt.show()
 #
 # 训练之前，先用一个未训练的 softmax 回归和 8 张训练图片做个检查。PyTorch 的 `F.cross_entropy`、手写的真实类别的 log-softmax、
 # 模型自己的 `nll`（也就是它的 `objective`，训练循环最小化的正是它），以及预测的 `Categorical` 分布给真实类别的概率取 $-\log$，
-# 这四者必须是同一个数。然后，自动求导得到的"NLL 之和对 logits 的梯度"必须等于 $p - \text{onehot}(y)$。
+# 这四者必须是同一个数。然后，自动求导得到的“NLL 之和对 logits 的梯度”必须等于 $p - \text{onehot}(y)$。
 
 # %%
 model = rt.SoftmaxRegression(d_in=64, n_classes=10)
@@ -240,7 +244,7 @@ for i in least_sure.tolist():
 # ## 校准：0.9 是否意味着 90%？
 #
 # 一个分布可能把各类别排得很准，却把自己的把握说错。所谓**校准**，是指在模型给出的最大概率约为 $c$ 的那些输入里，
-# 大约有比例 $c$ 被分对了。常用的度量（Guo 等，2017）按最大概率（"置信度"）把测试预测分进若干个区间 $B_b$，
+# 大约有比例 $c$ 被分对了。常用的度量（Guo 等，2017）按最大概率（“置信度”）把测试预测分进若干个区间 $B_b$，
 # 再对准确率与置信度之差取加权平均：
 #
 # $$\text{ECE} = \sum_b \frac{|B_b|}{N}\,\big|\operatorname{acc}(B_b) - \operatorname{conf}(B_b)\big| .$$
@@ -307,22 +311,193 @@ plt.show()
 # 下一级阶梯：类别变成单词里的下一个字符，输入是它前面的那个字符。
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§1) reads the softmax of a classifier's last layer as its estimate of P(class | image). The
+# [classification experiment](../experiments/classification/report.md) tests that where the true P(class | x) is known, and
+# on the digits of this chapter. (Its report comes from the earlier protocol: one set of five seeds.)
+#
+# - **The estimate converges to the truth where the truth is known.** On three Gaussian classes whose posterior is exactly
+#   a softmax of a linear function, KL(true posterior ‖ learned) falls as $n$ to the power
+#   [−1.081](../experiments/classification/report.md "report.json: checks/name=kl_slope_softmax/value") for softmax
+#   regression and [−0.8784](../experiments/classification/report.md "report.json: checks/name=kl_slope_mlp/value") for the
+#   MLP. The softmax does estimate P(class | x), as the essay says.
+# - **Whether the probabilities mean what they say is a second question, answered only in part.** On the digits, ECE minus
+#   the 95% quantile of a calibrated control's ECE is
+#   [−0.0084](../experiments/classification/report.md "report.json: checks/name=ece_excess_softmax/value") for softmax
+#   regression (calibrated), but [0.0011](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/value")
+#   for the MLP, with an interval from
+#   [−0.0072](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/interval/0") to
+#   [0.0095](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/interval/1"): undecided, so
+#   C2 as a whole is inconclusive. The best-trained Transformer of the calibration experiment is measurably over-confident
+#   (chapter 8). A softmax is a distribution; that it is the right one has to be measured.
+# - **A one-hot target is not the true distribution.** The essay (§6) calls the target, probability 1 on the observed class
+#   and 0 elsewhere, the true distribution that training approaches. It is the empirical distribution of one observation:
+#   cross-entropy against it is that observation's NLL, and averaged over the data it pulls the model towards the true
+#   P(class | x), which in the known-posterior problem above spreads over the three classes wherever they overlap. See
+#   [the claims](../claims.md), where the essay slips (S3).
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§1）把分类器最后一层的 softmax 看作模型对 P(类别 | 图像) 的估计。
+# [分类实验](../experiments/classification/report.md)在一个真实 P(类别 | x) 已知的问题上、以及本章的手写数字上检验了这一点。
+# （这份报告出自之前的规程：一组五个种子。）
+#
+# - **在真实答案已知的地方，估计确实收敛到真实值。** 三个高斯类别的后验恰好是线性函数的 softmax；在这个问题上，
+#   KL(真实后验 ‖ 学到的后验) 随 $n$ 按
+#   [−1.081](../experiments/classification/report.md "report.json: checks/name=kl_slope_softmax/value") 次方（softmax 回归）和
+#   [−0.8784](../experiments/classification/report.md "report.json: checks/name=kl_slope_mlp/value") 次方（MLP）下降。
+#   softmax 确实在估计 P(类别 | x)，与原文一致。
+# - **这些概率是否名副其实，是另一个问题，只回答了一半。** 在手写数字上，ECE 减去完美校准对照组 ECE 的 95% 分位数，
+#   softmax 回归是 [−0.0084](../experiments/classification/report.md "report.json: checks/name=ece_excess_softmax/value")
+#   （校准），MLP 则是 [0.0011](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/value")，
+#   区间从 [−0.0072](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/interval/0") 到
+#   [0.0095](../experiments/classification/report.md "report.json: checks/name=ece_excess_mlp/interval/1")：尚无定论，
+#   所以 C2 整体是无定论。校准实验里训练得最好的 Transformer 明显过度自信（第 8 章）。softmax 给出的是一个分布；
+#   它是不是对的分布，得靠测量。
+# - **独热目标不是真实分布。** 原文（§6）把“观测到的类别概率为 1、其余为 0”的目标称为训练要逼近的真实分布。
+#   其实它只是一次观测的经验分布：对它算交叉熵，得到的是这一次观测的 NLL；在整份数据上取平均，它把模型推向真实的
+#   P(类别 | x)——在上面那个后验已知的问题里，三个类别重叠的地方，真实后验分散在几个类别上。见[论点](../claims.md)页的原文辨析（S3）。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - A classifier's softmax turns $K$ scores (logits) into $P(\text{class} \mid x)$: $K$ non-negative numbers that sum to 1.
+#   When each class is Gaussian with a shared covariance, the true posterior is exactly a softmax of a linear function.
+# - Cross-entropy against a one-hot target is the NLL of the observed class, and its gradient with respect to the logits
+#   is $p - \text{onehot}(y)$: classification is trained by the same maximum likelihood as regression.
+# - The NLL separates models more finely than accuracy, and a gap between the training and the test NLL shows a model
+#   surer of what it has seen.
+# - Calibration asks whether a confidence of $c$ means a share $c$ correct. On a finite test set the ECE has a noise floor,
+#   measured by drawing labels from the model's own probabilities.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 分类器的 softmax 把 $K$ 个分数（logits）变成 $P(\text{类别} \mid x)$：$K$ 个非负、和为 1 的数。
+#   如果每一类都是协方差相同的高斯分布，真实后验恰好就是线性函数的 softmax。
+# - 对独热目标算交叉熵，就是观测到的类别的 NLL；它对 logits 的梯度是 $p - \text{onehot}(y)$：分类和回归用的是同一个最大似然。
+# - NLL 比准确率更能区分模型；训练 NLL 与测试 NLL 之间的差距，说明模型对见过的样本更有把握。
+# - 校准问的是：置信度为 $c$ 的预测，是否约有比例 $c$ 是对的。在有限的测试集上，ECE 有一个噪声底，
+#   可以从模型自己的概率中抽取标签来测出它。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. **Temperature.** Divide the MLP's logits by $T$ before the softmax (`(mlp(X_test) / T).softmax(-1)`)
-#    for $T = 0.5$ and $T = 3$, and compute `ece_of` each time. Which way does the model become over-confident,
-#    which way under-confident? Does the accuracy change?
-# 2. Train the MLP for 100 steps instead of 1,000, then for 3,000. How do the test NLL, the training NLL and
-#    the ECE move? At which point does more training stop helping the *test* NLL?
-# 3. Count the test errors of softmax regression by (true, predicted) pair — a confusion matrix, e.g. with
-#    `sklearn.metrics.confusion_matrix`. Which digits does a linear model confuse, and does the MLP fix them?
+# 1. **Run and observe.** Count the test errors of softmax regression by (true, predicted) pair, a confusion matrix (e.g.
+#    `sklearn.metrics.confusion_matrix(y_test, model.predict(X_test))`). Which digits does the linear model confuse, and does
+#    the MLP fix them?
+#
+#    <details><summary>Answer</summary>
+#
+#    Softmax regression makes 7 errors on the 359 test images, the only repeated one a 3 read as an 8 (twice); the others are
+#    single mistakes (1 → 9, 4 → 8, 4 → 9, 5 → 9, 9 → 3). The MLP makes 5: it gets the 3s right but reads a 5 as a 9 twice,
+#    and keeps 1 → 9, 4 → 8 and 9 → 3. With this few errors the confusions are anecdotes: the MLP is better on average,
+#    not on every pair.
+#
+#    </details>
+#
+# 2. **Change and predict.** Divide the MLP's logits by a temperature $T$ before the softmax,
+#    `(mlp(X_test) / T).softmax(-1)`, for $T = 0.5$ and $T = 3$, and compute `ece_of` and the accuracy each time. Predict
+#    first: which way does the model become over-confident, which way under-confident, and does the accuracy change?
+#
+#    <details><summary>Answer</summary>
+#
+#    Dividing by $T < 1$ spreads the logits, so the softmax is sharper: mean confidence rises from 0.991 to 0.996 while
+#    accuracy stays 0.986, over-confident (ECE 0.008 → 0.010). $T = 3$ flattens it: mean confidence falls to 0.891, below
+#    the accuracy, under-confident (ECE 0.097). The accuracy does not move at all: dividing by a positive number keeps the
+#    order of the logits, so the argmax is the same. This is temperature scaling: a one-number fix of calibration that
+#    never changes a prediction.
+#
+#    </details>
+#
+# 3. **Change and predict.** Train the MLP for 100 steps instead of 1,000, then for 3,000. Predict how the test NLL, the
+#    training NLL and the ECE move, and whether more training eventually hurts the *test* NLL here.
+#
+#    <details><summary>Answer</summary>
+#
+#    After 100 steps the model is undertrained: test NLL 0.181, training NLL 0.170, ECE 0.052, accuracy 0.955, and the
+#    two NLLs are close. At 1,000 steps: 0.036, 0.002, 0.008. At 3,000 the training NLL is 0.0000 (every training image
+#    certain) while the test NLL barely moves, 0.035, and the ECE stays 0.008. On this data the test NLL has stopped
+#    improving rather than turned back up; the growing gap between the two NLLs is the warning sign, and with less data or
+#    a larger model it does turn up (chapter 8).
+#
+#    </details>
+#
+# 4. **Derive.** Show that the Jacobian of the softmax $p = \operatorname{softmax}(z)$ is
+#    $\partial p_i / \partial z_j = p_i(\delta_{ij} - p_j)$, that is
+#    $\partial p / \partial z = \operatorname{diag}(p) - p p^\top$. Deduce the gradient of the cross-entropy,
+#    $\partial(-\log p_y)/\partial z = p - \text{onehot}(y)$, and show that the Jacobian is zero when $p$ is one-hot.
+#
+#    <details><summary>Answer</summary>
+#
+#    Write $p_i = e^{z_i} / S$ with $S = \sum_k e^{z_k}$, so $\partial S / \partial z_j = e^{z_j}$. By the quotient rule
+#
+#    $$\frac{\partial p_i}{\partial z_j} = \frac{\delta_{ij} e^{z_i} S - e^{z_i} e^{z_j}}{S^2} = p_i \delta_{ij} - p_i p_j
+#    = p_i(\delta_{ij} - p_j),$$
+#
+#    the entries of $\operatorname{diag}(p) - p p^\top$. Then
+#    $\partial(-\log p_y)/\partial z_j = -\frac{1}{p_y}\,p_y(\delta_{yj} - p_j) = p_j - \delta_{yj}$: predicted minus observed,
+#    the identity the chapter checked by autograd. If $p = e_k$ (one-hot), then $\operatorname{diag}(e_k) = e_k e_k^\top$ and
+#    the Jacobian vanishes: a saturated softmax passes no gradient to its scores, which is why chapter 6 divides
+#    attention scores by $\sqrt{d_k}$.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. **温度。** 在 softmax 之前把 MLP 的 logits 除以 $T$（`(mlp(X_test) / T).softmax(-1)`），分别取 $T = 0.5$ 和
-#    $T = 3$，每次都用 `ece_of` 计算 ECE。哪个方向让模型过度自信，哪个方向让它信心不足？准确率会变吗？
-# 2. 把 MLP 的训练步数从 1000 改成 100，再改成 3000。测试 NLL、训练 NLL 和 ECE 分别怎样变化？训练到什么时候，
-#    再多训练也不再改善*测试* NLL？
-# 3. 按（真实类别，预测类别）统计 softmax 回归在测试集上的错误——也就是混淆矩阵，可以用
-#    `sklearn.metrics.confusion_matrix`。线性模型会把哪些数字弄混？MLP 能纠正它们吗？
+# 1. **运行并观察。** 按（真实类别，预测类别）统计 softmax 回归在测试集上的错误，也就是混淆矩阵（例如
+#    `sklearn.metrics.confusion_matrix(y_test, model.predict(X_test))`）。线性模型会把哪些数字弄混？MLP 能纠正它们吗？
+#
+#    <details><summary>答案</summary>
+#
+#    softmax 回归在 359 张测试图片上错了 7 张，唯一重复出现的是把 3 认成 8（两次）；其余都是单个错误（1 → 9、4 → 8、
+#    4 → 9、5 → 9、9 → 3）。MLP 错了 5 张：3 都认对了，却两次把 5 认成 9，1 → 9、4 → 8 和 9 → 3 也还在。
+#    错误这么少，具体哪几对弄混只是个案：MLP 平均更好，并不是每一对都更好。
+#
+#    </details>
+#
+# 2. **修改并预测。** 在 softmax 之前把 MLP 的 logits 除以温度 $T$，即 `(mlp(X_test) / T).softmax(-1)`，分别取 $T = 0.5$
+#    和 $T = 3$，每次都计算 `ece_of` 和准确率。先预测：哪个方向让模型过度自信，哪个方向让它信心不足？准确率会变吗？
+#
+#    <details><summary>答案</summary>
+#
+#    除以 $T < 1$ 会拉开 logits，softmax 更尖：平均置信度从 0.991 升到 0.996，准确率仍是 0.986，于是过度自信
+#    （ECE 从 0.008 升到 0.010）。$T = 3$ 把分布压平：平均置信度降到 0.891，低于准确率，信心不足（ECE 0.097）。
+#    准确率一点都不变：除以一个正数不改变 logits 的大小顺序，取最大的那一类还是同一类。这就是温度缩放：
+#    只用一个数来修正校准，却从不改变任何一个预测。
+#
+#    </details>
+#
+# 3. **修改并预测。** 把 MLP 的训练步数从 1000 改成 100，再改成 3000。先预测测试 NLL、训练 NLL 和 ECE 会怎样变化，
+#    以及在这里多训练最终会不会让*测试* NLL 变差。
+#
+#    <details><summary>答案</summary>
+#
+#    100 步时模型还没训练够：测试 NLL 0.181，训练 NLL 0.170，ECE 0.052，准确率 0.955，两个 NLL 很接近。
+#    1000 步时是 0.036、0.002、0.008。到 3000 步，训练 NLL 降到 0.0000（每张训练图片都几乎确定无疑），测试 NLL 却几乎不动，
+#    0.035，ECE 仍是 0.008。在这份数据上，测试 NLL 只是不再改善，并没有回升；两个 NLL 之间越拉越大的差距才是警示。
+#    数据更少或模型更大时，它确实会回升（第 8 章）。
+#
+#    </details>
+#
+# 4. **推导。** 证明 softmax $p = \operatorname{softmax}(z)$ 的雅可比矩阵是
+#    $\partial p_i / \partial z_j = p_i(\delta_{ij} - p_j)$，即
+#    $\partial p / \partial z = \operatorname{diag}(p) - p p^\top$。由此推出交叉熵的梯度
+#    $\partial(-\log p_y)/\partial z = p - \text{onehot}(y)$，并证明 $p$ 是独热分布时雅可比矩阵为零。
+#
+#    <details><summary>答案</summary>
+#
+#    记 $p_i = e^{z_i} / S$，$S = \sum_k e^{z_k}$，于是 $\partial S / \partial z_j = e^{z_j}$。由商的求导法则，
+#
+#    $$\frac{\partial p_i}{\partial z_j} = \frac{\delta_{ij} e^{z_i} S - e^{z_i} e^{z_j}}{S^2} = p_i \delta_{ij} - p_i p_j
+#    = p_i(\delta_{ij} - p_j),$$
+#
+#    这正是 $\operatorname{diag}(p) - p p^\top$ 的各个元素。于是
+#    $\partial(-\log p_y)/\partial z_j = -\frac{1}{p_y}\,p_y(\delta_{yj} - p_j) = p_j - \delta_{yj}$：预测减去观测，
+#    也就是本章用自动求导验证过的恒等式。如果 $p = e_k$（独热），那么 $\operatorname{diag}(e_k) = e_k e_k^\top$，
+#    雅可比矩阵为零：饱和的 softmax 不再把梯度传给它的分数。这正是第 6 章要把注意力分数除以 $\sqrt{d_k}$ 的原因。
+#
+#    </details>
