@@ -16,6 +16,8 @@
 // once on the JSON of its element #payload, the web app (redthread serve) on every answer of
 // /api/attention. One explorer per page: a render replaces the previous drawing and its handlers
 // (assigned, never added), and keeps the tab, layer and head on show where the new payload has them.
+// Its words are English (EN below) unless render() is given others (options.words: the live page's Chinese,
+// viz/assets/page/words.js); the markup's fixed words carry data-say="KEY" and are written from the same table.
 
 (() => {  // the page's other scripts see only window.RedthreadExplorer
 
@@ -39,9 +41,32 @@ const MAX_CHARS = 16;             // longer tokens are cut; the tooltip has the 
 const THUMB = 44;                 // model-view thumbnail size at most (as in the CSS)
 const MIN_THUMB = 14;             // ... and at least, when many heads share a narrow page
 
-const TAB_NAMES = {
-  encoder: "encoder self-attention", decoder: "decoder self-attention (causal)", cross: "cross-attention",
+// Every word the explorer draws: a string, or a function of the numbers (and tokens) it spells out.
+const EN = {
+  tabs: { encoder: "encoder self-attention", decoder: "decoder self-attention (causal)", cross: "cross-attention" },
+  layer: "layer", head: "head", headsShown: "heads shown", hint: "hover a token to focus it · click to pin · Esc to unpin",
+  headView: "head view", queries: "queries", keys: "keys", modelView: "model view", neuronView: "neuron view",
+  modelCaption: "every layer × head · click one to show it · click a layer name for the mean of its heads",
+  neuronCaption: "neuron view · one head's query q and keys k: score = q·k × scale, then the softmax over the keys · "
+    + "click a query, then hover the keys (in the head view or here)",
+  query: "query", key: "key", readoutHint: "hover a strip: one dimension's q, k and q⊙k",
+  allMean: "all (mean)", eachColour: "each, in colour",
+  layerN: (l) => `layer ${l}`, layerMean: (l) => `layer ${l}, mean over its heads`, layerHead: (l, h) => `layer ${l}, head ${h}`,
+  headToggle: (h) => `head ${h}: show or hide its lines`,
+  tokenTitle: (side, i, tok) => `${side === "q" ? "query" : "key"} ${i}: ${tok}`,
+  patchTitle: (i, tok, r, c) => `key ${i}: ${tok} (patch row ${r}, column ${c})`,
+  oneHead: "the neuron view shows one head: pick a head number, or click a thumbnail",
+  onlyLayer: (l, hint) => `q and k are here for layer ${l} only${hint ? " (write the page with --neuron-layer N for another)" : ""}`,
+  recordLayer: (l) => `record layer ${l}`, showLayer: (l) => `show layer ${l}`,
+  columns: ["key", "k", "q ⊙ k", "score", "softmax"], queryRow: (i, tok) => `query ${i}: ${tok}`, qNote: "← q",
+  masked: "masked",
+  maskedSum: (s, i) => `key ${s} comes after query ${i}: masked (score −∞), softmax `,
+  recorded: " · the head view's weight: ",
+  dot: "q·k = Σ q⊙k = ", scaled: (scale) => ` · × ${scale} → score `,
+  softmaxOver: (n, i) => ` · softmax over the ${n} keys query ${i} sees → `,
+  readout: (d, q, s, k, qk) => `dimension ${d}: q = ${q} · k (key ${s}) = ${k} · q⊙k = ${qk}`,
 };
+let say = EN;  // the words on show: EN, or EN overridden by render()'s options.words
 // single-hue ramp for the heatmaps (ColorBrewer "Blues"), from weight 0 to the maximum
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214],
                [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
@@ -179,7 +204,7 @@ function drawToggles() {
     const swatch = html("i");
     swatch.style.background = HEAD_COLOURS[h % HEAD_COLOURS.length];
     label.append(check, swatch, document.createTextNode(`${h}`));
-    label.title = `head ${h}: show or hide its lines`;
+    label.title = say.headToggle(h);
     return label;
   }));
 }
@@ -191,7 +216,7 @@ function column(tokens, side, x, anchor, textX) {
     const el = node("g", { class: `tok ${side}`, "data-side": side, "data-i": i }, g);
     node("rect", { class: "hit", x, y: PAD + i * row, width: TEXT, height: row, rx: 3 }, el);
     node("text", { x: textX, y: rowY(i), "text-anchor": anchor }, el, shown(tok));
-    node("title", {}, el, `${side === "q" ? "query" : "key"} ${i}: ${tok}`);
+    node("title", {}, el, say.tokenTitle(side, i, tok));
   });
 }
 
@@ -206,7 +231,7 @@ function drawImage(t, box) {
       const i = box.offset + r * box.cols + c;
       const el = node("rect", { class: "patch", "data-side": "k", "data-i": i, "fill-opacity": 0,
                                 x: box.x + c * pw, y: box.y + r * ph, width: pw, height: ph }, g);
-      node("title", {}, el, `key ${i}: ${t.keys[i]} (patch row ${r}, column ${c})`);
+      node("title", {}, el, say.patchTitle(i, t.keys[i], r, c));
     }
   }
 }
@@ -343,13 +368,13 @@ function strip(values, max, cell, kind) {  // one canvas pixel per dimension, sc
 function neuronProblem() {
   const v = tab().vectors;
   if (typeof state.head !== "number") {
-    return { text: "the neuron view shows one head: pick a head number, or click a thumbnail" };
+    return { text: say.oneHead };
   }
   if (state.layer !== v.layer) {
-    const more = hooks.vectorsFor ? { button: `record layer ${state.layer}`, act: () => hooks.vectorsFor(state.layer) }
-      : { hint: " (write the page with --neuron-layer N for another)" };
-    return { text: `q and k are here for layer ${v.layer} only${more.hint || ""}`,
-             button: more.button || `show layer ${v.layer}`, act: more.act || (() => select({ layer: v.layer })) };
+    const more = hooks.vectorsFor ? { button: say.recordLayer(state.layer), act: () => hooks.vectorsFor(state.layer) }
+      : { hint: true };
+    return { text: say.onlyLayer(v.layer, more.hint || false),
+             button: more.button || say.showLayer(v.layer), act: more.act || (() => select({ layer: v.layer })) };
   }
   return null;
 }
@@ -391,16 +416,16 @@ function drawNeuronView() {
   const wmax = Math.max(...n.weights) || 1;
   const table = $("neuron-table");
   table.style.gridTemplateColumns = `minmax(40px, 90px) ${D * cell}px ${D * cell}px 56px 96px`;
-  const head = ["key", "k", "q ⊙ k", "score", "softmax"].map((x) => html("span", x, "th"));
-  const qrow = [html("span", `query ${state.neuron.q}: ${shown(t.queries[state.neuron.q])}`, "tok q"),
-                strip(n.q, vmax, cell, "q"), html("span", "← q", "note"), html("span"), html("span")];
+  const head = say.columns.map((x) => html("span", x, "th"));
+  const qrow = [html("span", say.queryRow(state.neuron.q, shown(t.queries[state.neuron.q])), "tok q"),
+                strip(n.q, vmax, cell, "q"), html("span", say.qNote, "note"), html("span"), html("span")];
   qrow[1].dataset.row = "q";
   const rows = n.ks.map((k, s) => {
     const cls = `nrow${n.seen[s] ? "" : " masked"}`;
     const bar = html("span", undefined, "wbar");
     bar.style.width = `${n.seen[s] ? Math.max(1, 50 * n.weights[s] / wmax) : 0}px`;
     const cells = [html("span", `${s}: ${shown(t.keys[s])}`, "tok"), strip(k, vmax, cell, "k"), strip(n.prods[s], pmax, cell, "qk"),
-                   html("span", n.seen[s] ? n.scores[s].toFixed(3) : "masked", "num score"),
+                   html("span", n.seen[s] ? n.scores[s].toFixed(3) : say.masked, "num score"),
                    html("span", undefined, "soft")];
     cells[4].append(bar, html("span", n.seen[s] ? `${(100 * n.weights[s]).toFixed(1)}%` : "0", "num"));
     for (const c of cells) {
@@ -426,13 +451,12 @@ function markNeuronKey(n) {
   const sum = $("neuron-sum");
   const b = (id, text) => { const el = html("b", text); el.id = id; return el; };
   if (!n.seen[s]) {
-    sum.replaceChildren(`key ${s} comes after query ${i}: masked (score −∞), softmax `, b("neuron-softmax", "0"),
-      " · the head view's weight: ", b("neuron-weight", recorded.toFixed(4)));
+    sum.replaceChildren(say.maskedSum(s, i), b("neuron-softmax", "0"), say.recorded, b("neuron-weight", recorded.toFixed(4)));
     return;
   }
-  sum.replaceChildren(`q·k = Σ q⊙k = `, b("neuron-dot", n.dots[s].toFixed(4)), ` · × ${scale} → score `,
-    b("neuron-score", n.scores[s].toFixed(4)), ` · softmax over the ${n.seen.filter(Boolean).length} keys query ${i} sees → `,
-    b("neuron-softmax", n.weights[s].toFixed(4)), " · the head view's weight: ", b("neuron-weight", recorded.toFixed(4)));
+  sum.replaceChildren(say.dot, b("neuron-dot", n.dots[s].toFixed(4)), say.scaled(scale),
+    b("neuron-score", n.scores[s].toFixed(4)), say.softmaxOver(n.seen.filter(Boolean).length, i),
+    b("neuron-softmax", n.weights[s].toFixed(4)), say.recorded, b("neuron-weight", recorded.toFixed(4)));
 }
 
 function readout(e, n) {  // the dimension under the pointer on a strip
@@ -441,7 +465,7 @@ function readout(e, n) {  // the dimension under the pointer on a strip
   const D = n.q.length, d = Math.min(D - 1, Math.max(0, Math.floor(e.offsetX / (c.clientWidth / D))));
   const s = c.dataset.row === "q" ? state.neuron.k : +c.dataset.key;
   const k = n.ks[s][d], q = n.q[d];
-  $("neuron-readout").textContent = `dimension ${d}: q = ${q.toFixed(4)} · k (key ${s}) = ${k.toFixed(4)} · q⊙k = ${(q * k).toFixed(4)}`;
+  $("neuron-readout").textContent = say.readout(d, q.toFixed(4), s, k.toFixed(4), (q * k).toFixed(4));
   $("neuron-readout").dataset.dim = d;
 }
 
@@ -469,11 +493,11 @@ function drawModelView() {
   const box = $("thumbs");
   box.replaceChildren();
   box.style.gridTemplateColumns = `auto repeat(${H}, minmax(${MIN_THUMB}px, ${THUMB}px))`;  // shrinks to fit the width
-  box.appendChild(html("div", "head", "col-label corner"));
+  box.appendChild(html("div", say.head, "col-label corner"));
   for (let h = 0; h < H; h++) box.appendChild(html("div", `${h}`, "col-label"));
   for (let l = 0; l < L; l++) {
-    const label = html("div", `layer ${l}`, "row-label");
-    label.title = `layer ${l}, mean over its heads`;
+    const label = html("div", say.layerN(l), "row-label");
+    label.title = say.layerMean(l);
     label.onclick = () => select({ layer: l, head: "all" });
     box.appendChild(label);
     for (let h = 0; h < H; h++) {
@@ -481,7 +505,7 @@ function drawModelView() {
       c.width = S;  // one pixel per weight, scaled by the CSS
       c.height = T;
       Object.assign(c.dataset, { layer: l, head: h });
-      c.title = `layer ${l}, head ${h}`;
+      c.title = say.layerHead(l, h);
       // few tokens: sharp cells scaled up; many: scaled down smoothly rather than dropping rows
       c.style.imageRendering = Math.max(T, S) <= THUMB ? "pixelated" : "auto";
       heatmap(c, t.weights[l][h]);
@@ -521,7 +545,7 @@ function option(value, text) {
 function fillSelects() {
   const t = tab(), L = t.weights.length, H = t.weights[0].length;
   layerSelect.replaceChildren(...Array.from({ length: L }, (_, l) => option(l, `${l}`)));
-  headSelect.replaceChildren(option("all", "all (mean)"), option("each", "each, in colour"),
+  headSelect.replaceChildren(option("all", say.allMean), option("each", say.eachColour),
     ...Array.from({ length: H }, (_, h) => option(h, `${h}`)));
 }
 
@@ -567,6 +591,13 @@ function render(el, payload, options = {}) {
   root = el;
   P = payload;
   hooks = options;
+  say = { ...EN, ...(options.words || {}) };
+  for (const el of root.querySelectorAll("[data-say]")) {  // the markup's fixed words
+    if (typeof say[el.dataset.say] === "string") el.textContent = say[el.dataset.say];
+  }
+  for (const el of root.querySelectorAll("[data-say-label]")) {
+    if (typeof say[el.dataset.sayLabel] === "string") el.setAttribute("aria-label", say[el.dataset.sayLabel]);
+  }
   svg = $("head-svg");
   headView = $("head-view");
   layerSelect = $("layer-select");
@@ -592,7 +623,7 @@ function render(el, payload, options = {}) {
   tabs.hidden = P.tabs.length <= 1;  // one kind needs no tabs
   if (P.tabs.length > 1) {
     P.tabs.forEach((t, i) => {
-      const b = html("button", TAB_NAMES[t.kind]);
+      const b = html("button", say.tabs[t.kind]);
       b.id = `tab-${t.kind}`;
       b.setAttribute("role", "tab");
       b.onclick = () => select({ tab: i });

@@ -10,12 +10,30 @@
 // the model's order, p and p sample as bars, and the line where the settings cut. options:
 //   onAppend(token): the rows become buttons that call it (the app's click-to-append)
 //   context: the stats also count the text's tokens (the notebook's page, where no text box shows it)
+//   words: the words to draw in, over the English ones (EN below): the live page's Chinese (page/words.js)
+// It finds #next-stats and #candidates in root, or .next-stats and .candidates (several panels on one page:
+// the live page's runs side by side, whose cut line then has no id).
 // Tokens are drawn as the explorer draws them: explorer.js, which the pages inline before this script.
 
 (() => {  // the page's other scripts see only window.RedthreadNextToken
 
 function count(n) { return n.toLocaleString("en-US"); }  // 50,257 in every browser, as the English around it
 function pct(p) { return `${(100 * p).toFixed(1)}%`; }
+
+// Every word the view draws: a string, or a function of the numbers it spells out (counts come formatted).
+const EN = {
+  stats: (e, ppl, V, es, ppls) => `the model: entropy ${e} nats · perplexity ${ppl} of ${V} tokens; sampled from: `
+    + `entropy ${es} nats · perplexity ${ppls}`,
+  context: (n) => ` · context: ${n} tokens`,
+  noCut: (V) => `— no cut: all ${V} tokens kept —`,
+  cutBelow: (kept, V) => `— cut below the list: ${kept} of ${V} tokens kept —`,
+  cut: (kept, V) => `— cut: ${kept} of ${V} tokens kept —`,
+  head: ["token", "", "p", "sample"],
+  rowTitle: (id, json) => `token ${id}: ${json}`,
+  append: " · click to append it",
+  cutCell: "cut",
+};
+let say = EN;
 
 function element(tag, className, text) {
   const el = document.createElement(tag);
@@ -25,43 +43,41 @@ function element(tag, className, text) {
 }
 
 function statsText(dist, context) {
-  const text = `the model: entropy ${dist.entropy.toFixed(3)} nats · perplexity ${dist.perplexity.toFixed(2)} `
-    + `of ${count(dist.vocab_size)} tokens; sampled from: entropy ${dist.entropy_sample.toFixed(3)} nats · `
-    + `perplexity ${dist.perplexity_sample.toFixed(2)}`;
-  return context ? `${text} · context: ${dist.tokens.length} tokens` : text;
+  const text = say.stats(dist.entropy.toFixed(3), dist.perplexity.toFixed(2), count(dist.vocab_size),
+    dist.entropy_sample.toFixed(3), dist.perplexity_sample.toFixed(2));
+  return context ? text + say.context(dist.tokens.length) : text;
 }
 
 function cutText(dist, listed) {
   const V = count(dist.vocab_size);
-  if (dist.kept === dist.vocab_size) return `— no cut: all ${V} tokens kept —`;
-  if (dist.kept > listed) return `— cut below the list: ${count(dist.kept)} of ${V} tokens kept —`;
-  return `— cut: ${count(dist.kept)} of ${V} tokens kept —`;
+  if (dist.kept === dist.vocab_size) return say.noCut(V);
+  if (dist.kept > listed) return say.cutBelow(count(dist.kept), V);
+  return say.cut(count(dist.kept), V);
 }
 
 function row(c, max, onAppend) {
   const el = element(onAppend ? "button" : "div", c.kept ? "cand" : "cand cut");
   Object.assign(el.dataset, { id: c.id, p: c.p, pSample: c.p_sample });
-  el.title = `token ${c.id}: ${JSON.stringify(c.token)}` + (onAppend ? " · click to append it" : "");
+  el.title = say.rowTitle(c.id, JSON.stringify(c.token)) + (onAppend ? say.append : "");
   const bars = element("span", "bars"), p = element("span", "bar p"), ps = element("span", "bar ps");
   p.style.width = `${(100 * c.p / max).toFixed(2)}%`;  // the longest bar of either kind is the full width
   ps.style.width = `${(100 * c.p_sample / max).toFixed(2)}%`;
   bars.append(p, ps);
   el.append(element("span", "tok", window.RedthreadExplorer.shown(c.token)), bars,
-    element("span", "num p", pct(c.p)), element("span", "num ps", c.kept ? pct(c.p_sample) : "cut"));
+    element("span", "num p", pct(c.p)), element("span", "num ps", c.kept ? pct(c.p_sample) : say.cutCell));
   if (onAppend) el.onclick = () => onAppend(c.token);
   return el;
 }
 
 // The kept candidates come first (every filter keeps the most probable tokens), so the cut is a line
 // after the last kept row; after the list when every candidate listed is kept.
-function rows(dist, onAppend) {
+function rows(dist, onAppend, id) {
   const cands = dist.candidates;
   const max = Math.max(...cands.map((c) => Math.max(c.p, c.p_sample))) || 1;
   const head = element("div", "cand-head");
-  head.append(element("span", "", "token"), element("span", "", ""), element("span", "", "p"),
-    element("span", "", "sample"));
+  head.append(...say.head.map((word) => element("span", "", word)));
   const cut = element("div", "cut-line", cutText(dist, cands.length));
-  cut.id = "kept-count";
+  if (id) cut.id = "kept-count";
   const out = [head];
   cands.forEach((c, i) => {
     out.push(row(c, max, onAppend));
@@ -73,11 +89,13 @@ function rows(dist, onAppend) {
 }
 
 function render(root, dist, options = {}) {
-  const stats = root.querySelector("#next-stats");
+  say = { ...EN, ...(options.words || {}) };
+  const byId = root.querySelector("#candidates") !== null;
+  const stats = root.querySelector(byId ? "#next-stats" : ".next-stats");
   stats.textContent = statsText(dist, options.context);
   stats.dataset.entropy = dist.entropy;
   stats.dataset.entropySample = dist.entropy_sample;
-  root.querySelector("#candidates").replaceChildren(...rows(dist, options.onAppend));
+  root.querySelector(byId ? "#candidates" : ".candidates").replaceChildren(...rows(dist, options.onAppend, byId));
 }
 
 window.RedthreadNextToken = { render };
