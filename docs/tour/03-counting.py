@@ -62,6 +62,8 @@
 # trading a little likelihood on the training data for finite likelihood everywhere. The score of a model is
 # its mean NLL per character on held-out names, in nats; $e^{\text{NLL}}$ is the *perplexity*, the number of
 # equally likely choices the model is effectively torn between at each step.
+#
+# ![A name read by a trigram: the last two characters are the context, the next one is counted in that context's row](../img/ngram-window.svg)
 
 # %% [markdown] lang="zh"
 # ## 最大似然估计就是一张计数表
@@ -79,6 +81,8 @@
 #
 # 用训练数据上一点点似然的损失，换来处处有限的似然。衡量模型的标准是它在留出名字上每个字符的平均 NLL（单位：奈特）；
 # $e^{\text{NLL}}$ 叫作*困惑度*（perplexity），相当于模型每一步在多少个等可能的选项之间犹豫不决。
+#
+# ![3 元语法读一个名字：最近两个字符是上下文，下一个字符记在这个上下文那一行的计数里](../img/ngram-window.svg)
 
 # %% [markdown] lang="en"
 # ## The names
@@ -375,25 +379,136 @@ plt.show()
 # 出路不是数得更多，而是**泛化**：用一种表示字符的方式，让相似的上下文得到相似的预测。这就是阶梯的下一级——MLP 语言模型。
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§2) moves from linear regression's independent examples straight to recurrent networks, the "traditional
+# sequence models", and stresses that words depend on each other strongly and over long distances. Counting, the older
+# answer, is the project's addition; [the measured ladder](../ladder.md) (one run each, seed 1337) says where it stands:
+#
+# - **Counting captures short-range dependence well.** On Shakespeare's plays the 3-gram table reaches
+#   [2.0751](../ladder.md) nats per character on held-out text, far below the unigram's [3.3327](../ladder.md) and even below
+#   softmax regression on the previous character, [2.5197](../ladder.md), trained by gradient descent with the same budget
+#   as every learned rung. On the names of this chapter the 4-gram's [2.0577](../ladder.md) is within a tenth of a nat of
+#   the learned rungs (the RNN's [1.9636](../ladder.md)).
+# - **Longer dependence is where counting stops.** The learned rungs that share what they learn across contexts go further
+#   on the plays: the GRU reaches [1.6318](../ladder.md), the fixed-window MLP [1.8161](../ladder.md). The wall of this
+#   chapter, contexts never seen, is the statistical face of the essay's "long-distance dependence".
+# - **The essay's own example is not measured yet.** Its P(爱 | 我) against P(恨 | 我) needs a Chinese corpus; the tour's
+#   text is English, and that measurement is still to come (issue 28).
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§2）从线性回归的独立样本直接讲到循环神经网络这种“传统的序列模型”，并强调词与词之间有强烈的、长距离的依赖。
+# 更早的办法——数数——是本项目补充的；[实测的阶梯](../ladder.md)（每级一次运行，种子 1337）给出了它的位置：
+#
+# - **数数能很好地抓住短距离的依赖。** 在莎士比亚剧本上，3 元语法的表在留出文本上达到每字符
+#   [2.0751](../ladder.md) 奈特，远低于一元语法的 [3.3327](../ladder.md)，甚至低于以前一个字符为输入、
+#   用同样预算梯度下降训练的 softmax 回归（[2.5197](../ladder.md)）。在本章的名字数据上，4 元语法的
+#   [2.0577](../ladder.md) 与学出来的各级只差不到十分之一奈特（RNN 是 [1.9636](../ladder.md)）。
+# - **依赖一长，数数就到头了。** 能在上下文之间共享所学的各级在剧本上走得更远：GRU 达到 [1.6318](../ladder.md)，
+#   固定窗口的 MLP 达到 [1.8161](../ladder.md)。本章撞上的那堵墙——从没见过的上下文——就是原文所说“长距离依赖”在统计上的样子。
+# - **原文自己的例子还没有测。** 它举的 P(爱 | 我) 与 P(恨 | 我) 需要中文语料；导览用的是英文文本，这项测量还有待完成（issue 28）。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - By the chain rule a language model is a classifier of the next symbol given the context; every rung from here on
+#   estimates the same $P(\text{next} \mid \text{context})$ by maximum likelihood.
+# - An $n$-gram keeps the last $n - 1$ symbols (a Markov assumption). Its maximum-likelihood estimate is a table of relative
+#   frequencies, fitted by counting; add-$k$ smoothing keeps unseen pairs from getting probability 0.
+# - Softmax regression on the one-hot previous symbol learns the same table by gradient descent.
+# - More context helps until the table outgrows the data: most long contexts are never seen, and a count table cannot
+#   share what it learned about one context with a similar one. That is the need the next rungs answer.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 由链式法则，语言模型就是给定上下文、预测下一个符号的分类器；从这里往后的每一级，都用最大似然估计同一个
+#   $P(\text{下一个} \mid \text{上下文})$。
+# - $n$ 元语法只保留最近 $n - 1$ 个符号（马尔可夫假设）。它的最大似然估计是一张相对频率表，靠数数拟合；
+#   加 $k$ 平滑让没见过的字符对不至于得到概率 0。
+# - 以前一个符号的独热向量为输入的 softmax 回归，用梯度下降学到的是同一张表。
+# - 上下文越长越好，直到表比数据还大：大多数长上下文从没出现过，而计数表没法把从一个上下文学到的东西分享给相似的上下文。
+#   后面几级要解决的就是这个问题。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Sample names from the 4-gram (`sample_names(count_model(4))`) and from the 5-gram. Are they better than
-#    the bigram's? How many of the 5-gram's samples are names that already occur in the training set
-#    (`names["train"]`)?
-# 2. Which held-out name does the 4-gram find least likely, per character? Score the validation names with
-#    `model.nll(x, y, reduction="none")` on `next(data.eval_batches("val", 1000))`, reshape to one row per
-#    name, and divide each row's sum by the name's length + 1. Which of its 4-grams never occurred in training?
-# 3. Compute the perplexity $e^{\text{NLL}}$ of each order in the table above. For the 4-gram, how many
-#    "equally likely next characters" is the model choosing between, and how does that compare with the 27
-#    symbols?
+# 1. **Run and observe.** Sample 200 names from the 4-gram (`sample_names(count_model(4), n=200)`) and from the 5-gram. Are
+#    they better than the bigram's? How many of them are names that already occur in the training set (`names["train"]`)?
+#
+#    <details><summary>Answer</summary>
+#
+#    They read much more like names (`kharlyna`, `nevayoniya`, `hollyson` from the 4-gram, against `thesanaeisau` or `hz`
+#    from the bigram), and a third of them are training names: 67 of 200 for the 4-gram and 64 for the 5-gram, against 21
+#    for the bigram. A long context seen in training often has a single continuation, so sampling from the count table
+#    often walks a training name letter by letter. Better likelihood here comes partly from memory.
+#
+#    </details>
+#
+# 2. **Change and predict.** Fit the bigram and the 4-gram with almost no smoothing, `count_model(order, k=1e-6)`
+#    (`k` must be positive). Predict before running: does the training NLL go up or down against `k=0.1`, and the held-out
+#    NLL? For which order does it matter?
+#
+#    <details><summary>Answer</summary>
+#
+#    The training NLL can only fall as $k \to 0$: the unsmoothed table is the maximum-likelihood estimate on the training
+#    data. For the 4-gram it falls from 1.926 to 1.883. The held-out NLL rises from 2.058 to 2.432: every held-out character
+#    whose 4-gram never occurred in training now gets a probability near $k$, and costs many nats. The bigram hardly moves
+#    (2.4496 either way): with 27 × 27 cells and over 200,000 pairs there is almost nothing unseen.
+#
+#    </details>
+#
+# 3. **Derive.** Maximise the training log-likelihood $\sum_{a,b} N_{ab} \log p(b \mid a)$ under $\sum_b p(b \mid a) = 1$ for
+#    every $a$, and show that $\hat p(b \mid a) = N_{ab} / N_a$. Then show that a model that is uniform over $V$ symbols has
+#    perplexity exactly $V$.
+#
+#    <details><summary>Answer</summary>
+#
+#    The rows do not interact, so take one context $a$ and the Lagrangian
+#    $\mathcal L = \sum_b N_{ab} \log p_b - \lambda\big(\sum_b p_b - 1\big)$. Setting $\partial \mathcal L / \partial p_b = N_{ab}/p_b - \lambda = 0$
+#    gives $p_b = N_{ab}/\lambda$; summing over $b$ gives $\lambda = \sum_b N_{ab} = N_a$, so $\hat p(b \mid a) = N_{ab}/N_a$.
+#    The log-likelihood is concave in $p$, so this is the maximum. A uniform model gives every symbol $1/V$, so its NLL is
+#    $-\log(1/V) = \log V$ at every step and its perplexity $e^{\log V} = V$: perplexity counts equally likely choices.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 从 4 元语法（`sample_names(count_model(4))`）和 5 元语法中采样名字。它们比二元语法生成的好吗？
-#    5 元语法的样本里，有多少是训练集（`names["train"]`）里本来就有的名字？
-# 2. 按每个字符平均来算，4 元语法认为哪个留出名字最不可能出现？在 `next(data.eval_batches("val", 1000))` 上用
-#    `model.nll(x, y, reduction="none")` 给验证集的名字打分，整理成每个名字一行，再用每行之和除以名字长度加 1。
-#    这个名字里有哪些 4 元组在训练中从未出现过？
-# 3. 计算上表中每个阶数的困惑度 $e^{\text{NLL}}$。对 4 元语法来说，模型相当于在几个"等可能的下一个字符"之间选择？
-#    和 27 个符号相比如何？
+# 1. **运行并观察。** 从 4 元语法（`sample_names(count_model(4), n=200)`）和 5 元语法中各采样 200 个名字。它们比二元语法生成的好吗？
+#    其中有多少是训练集（`names["train"]`）里本来就有的名字？
+#
+#    <details><summary>答案</summary>
+#
+#    读起来像名字多了（4 元语法生成了 `kharlyna`、`nevayoniya`、`hollyson`，二元语法则是 `thesanaeisau`、`hz` 这样的），
+#    而且三分之一是训练集里的名字：4 元语法 200 个里有 67 个，5 元语法有 64 个，二元语法只有 21 个。训练中见过的长上下文
+#    往往只有一种接法，所以从计数表采样时，常常是一个字母一个字母地把某个训练名字走了一遍。这里似然更好，部分靠的是记忆。
+#
+#    </details>
+#
+# 2. **修改并预测。** 几乎不加平滑地拟合二元语法和 4 元语法：`count_model(order, k=1e-6)`（`k` 必须为正）。运行之前先预测：
+#    与 `k=0.1` 相比，训练 NLL 是升还是降？留出 NLL 呢？哪个阶数受影响？
+#
+#    <details><summary>答案</summary>
+#
+#    $k \to 0$ 时训练 NLL 只会下降：不加平滑的表正是训练数据上的最大似然估计。4 元语法的训练 NLL 从 1.926 降到 1.883。
+#    留出 NLL 则从 2.058 升到 2.432：留出数据里凡是所在 4 元组在训练中没出现过的字符，现在只能得到接近 $k$ 的概率，
+#    每个都要付出很多奈特。二元语法几乎不变（两种情况都是 2.4496）：27 × 27 个格子配上二十多万个字符对，几乎没有没见过的。
+#
+#    </details>
+#
+# 3. **推导。** 在每个 $a$ 都满足 $\sum_b p(b \mid a) = 1$ 的约束下，最大化训练数据的对数似然
+#    $\sum_{a,b} N_{ab} \log p(b \mid a)$，证明 $\hat p(b \mid a) = N_{ab} / N_a$。再证明：在 $V$ 个符号上均匀分布的模型，
+#    困惑度恰好是 $V$。
+#
+#    <details><summary>答案</summary>
+#
+#    各行互不相干，所以只看一个上下文 $a$，写出拉格朗日函数
+#    $\mathcal L = \sum_b N_{ab} \log p_b - \lambda\big(\sum_b p_b - 1\big)$。令 $\partial \mathcal L / \partial p_b = N_{ab}/p_b - \lambda = 0$，
+#    得 $p_b = N_{ab}/\lambda$；对 $b$ 求和得 $\lambda = \sum_b N_{ab} = N_a$，所以 $\hat p(b \mid a) = N_{ab}/N_a$。
+#    对数似然是 $p$ 的凹函数，所以这是最大值。均匀模型给每个符号的概率都是 $1/V$，每一步的 NLL 都是 $-\log(1/V) = \log V$，
+#    困惑度就是 $e^{\log V} = V$：困惑度数的正是“等可能的选项有几个”。
+#
+#    </details>
