@@ -48,6 +48,8 @@
 # number $(V + 1)\,d + c\,d\,H + H + H V + V$ — they grow **linearly** with the context length $c$, where the $n$-gram table
 # grows as $V^{c}$. Training minimises the cross-entropy of the next character, by the same loop as every
 # other rung; the embeddings are learned together with the rest.
+#
+# ![The MLP language model: the last c characters read their rows of one embedding table, concatenated, a tanh layer, a softmax over the next character](../img/mlp-lm.svg)
 
 # %% [markdown] lang="zh"
 # ## 模型
@@ -61,6 +63,8 @@
 # 名字开头之前的位置读取一个可学习的填充向量（$E$ 多出的一行）。参数个数为 $(V + 1)\,d + c\,d\,H + H + H V + V$——随上下文长度 $c$
 # **线性**增长，而 $n$ 元语法的表是按 $V^{c}$ 增长的。训练时最小化下一个字符的交叉熵，用的还是阶梯上所有模型共用的训练循环；
 # 嵌入和其余参数一起学习。
+#
+# ![MLP 语言模型：最近 c 个字符各取嵌入表中的一行，拼接，经过 tanh 层，再对下一个字符做 softmax](../img/mlp-lm.svg)
 
 # %% [markdown] lang="en"
 # ## Data and the baselines to beat
@@ -204,7 +208,7 @@ plt.show()
 #
 # ## 嵌入学到了什么
 #
-# 每个字符的 24 维嵌入，是模型学到的"它在上下文里起什么作用"的描述。用余弦相似度（先减去均值）来比较它们：
+# 每个字符的 24 维嵌入，是模型学到的“它在上下文里起什么作用”的描述。用余弦相似度（先减去均值）来比较它们：
 # 对每个元音列出与它最接近的四个字符，再画出完整的相似度矩阵，元音排在最前面。
 
 # %%
@@ -286,20 +290,132 @@ print("training names: mean length", round(sum(map(len, names["train"])) / len(n
 # （规模更大、训练更久的这一级模型，与其他各级在同一份名字数据上的对比，见[实测的阶梯](../ladder.md)。）
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§5) places the feed-forward network between linear regression and the RNN: a global, fixed, non-linear
+# function that estimates $\mathbb E[y \mid x]$ or $P(y \mid x)$, more expressive than a line "but still on independent
+# samples"; the RNN then comes to handle dependence along a sequence. [The measured ladder](../ladder.md) (one run per rung,
+# seed 1337) qualifies the size of that step:
+#
+# - **A window is already a sequence model.** Read over a fixed window, the same feed-forward network estimates
+#   $P(\text{next} \mid \text{window})$: each (window, next) pair is one example, but the window carries the dependence. On
+#   Shakespeare's plays the MLP reaches [1.8161](../ladder.md) nats per character, against [2.0751](../ladder.md) for the
+#   3-gram table.
+# - **At the ladder's budget, the recurrent step is a small one.** The tanh RNN, with the whole past in its state, reaches
+#   [1.7605](../ladder.md) on the plays; on the names of this chapter the MLP's [1.9777](../ladder.md) is close to the RNN's
+#   [1.9636](../ladder.md). The gap grows with context the window cannot hold: the gated cells, the LSTM and the GRU, reach
+#   [1.6785](../ladder.md) and [1.6318](../ladder.md) on the plays.
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§5）把前馈网络放在线性回归和 RNN 之间：一个全局的、固定的非线性函数，用来估计 $\mathbb E[y \mid x]$ 或
+# $P(y \mid x)$，表达能力比直线强，“但依然处理独立样本”；处理序列依赖要等到 RNN。[实测的阶梯](../ladder.md)
+# （每级一次运行，种子 1337）对这一步有多大作了限定：
+#
+# - **窗口本身就是一种序列模型。** 同一个前馈网络读一个固定窗口，估计的就是 $P(\text{下一个} \mid \text{窗口})$：
+#   每个（窗口，下一个字符）对是一个样本，但窗口里装着依赖关系。在莎士比亚剧本上，MLP 达到每字符
+#   [1.8161](../ladder.md) 奈特，3 元语法的表是 [2.0751](../ladder.md)。
+# - **在阶梯的训练预算下，从 MLP 到 RNN 只是一小步。** 状态里装着全部过去的 tanh RNN 在剧本上达到
+#   [1.7605](../ladder.md)；在本章的名字数据上，MLP 的 [1.9777](../ladder.md) 与 RNN 的 [1.9636](../ladder.md) 很接近。
+#   窗口装不下的上下文越多，差距越大：带门控的 LSTM 和 GRU 在剧本上达到 [1.6785](../ladder.md) 和 [1.6318](../ladder.md)。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - The MLP language model gives every symbol a learned embedding and computes $P(\text{next} \mid \text{window})$ with a
+#   feed-forward network from the embeddings of the last $c$ symbols (Bengio et al. 2003).
+# - Its parameters grow linearly with the window, where a count table grows as $V^{c}$; it is trained by the same loop on
+#   the same cross-entropy.
+# - It wins where counting has nothing to say: on contexts never seen in training, because similar contexts get similar
+#   embeddings and one shared network reads them all. On well-counted contexts a count table is as good or better.
+# - Embeddings learn structure nobody labelled (the vowels group together). The window still has a hard edge, chosen
+#   before training: the next rung removes it.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - MLP 语言模型给每个符号一个可学习的嵌入，用前馈网络根据最近 $c$ 个符号的嵌入计算 $P(\text{下一个} \mid \text{窗口})$
+#   （Bengio 等，2003）。
+# - 它的参数量随窗口线性增长，而计数表按 $V^{c}$ 增长；训练用的是同一个循环、同一个交叉熵。
+# - 它赢在数数无话可说的地方：训练中从没见过的上下文。相似的上下文有相似的嵌入，一个共享的网络读所有的上下文。
+#   在计数充分的上下文上，计数表同样好，甚至更好。
+# - 嵌入学到了没有人标注过的结构（元音聚在一起）。但窗口仍有一条训练前就定死的硬边界：下一级去掉了它。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Change the window: train with `context=2` and `context=16` (same steps). How does the held-out NLL move,
-#    and where does it stop improving? Compare with the $n$-gram orders of chapter 3 at the same context length.
-# 2. Set `d_embed=2` and plot each character at its two coordinates (`mlp.tok_emb.weight[:V]`). Do the vowels
-#    still group? What does the held-out NLL cost?
-# 3. Sample with `temperature=0.5` and `temperature=1.5` in `rt.generate`. How do the share of new names and the
-#    mean length change?
+# 1. **Run and observe.** Train with `context=2` and with `context=16` (same steps and sizes). How does the held-out NLL
+#    move, and where does it stop improving? Compare the MLP with `context=2` with the count table of the same context,
+#    the 3-gram (`count_model(3)`).
+#
+#    <details><summary>Answer</summary>
+#
+#    With two characters of context the MLP scores 2.240 on held-out names, and the 3-gram table, which sees the same two
+#    characters, does better: 2.201. With a short context almost every context is well counted, and counting is the exact
+#    maximum-likelihood answer. The MLP improves steeply up to `context=8` (2.010) and then hardly at all: 2.002 with 16.
+#    Names are short, and most of what predicts the next letter is in the last few.
+#
+#    </details>
+#
+# 2. **Change and predict.** Sample 200 names with `temperature=0.5` and with `temperature=1.5` in `rt.generate`. Predict
+#    first how the share of new names and the mean length change.
+#
+#    <details><summary>Answer</summary>
+#
+#    At $T = 0.5$ the sampler keeps to the most probable paths, which are mostly the training names: only 61 of 200 are
+#    new, and 139 are training names. At $T = 1.5$ the flattened distribution wanders off: 191 are new, 8 are training
+#    names, and names grow longer (7.0 letters on average against 6.1), because the end-of-name symbol, usually a likely
+#    choice after a few letters, loses probability to the flattened tail.
+#
+#    </details>
+#
+# 3. **Derive.** Count the parameters of the MLP language model with vocabulary $V$, a padding row, embeddings of size $d$, a
+#    window of $c$ symbols and $H$ hidden units, and check the formula against `mlp.num_params()` for $V = 27$, $d = 24$,
+#    $c = 8$, $H = 256$. How many free probabilities does a count table with the same context have?
+#
+#    <details><summary>Answer</summary>
+#
+#    The embedding table has $(V + 1)\,d$ entries (the padding row included); the hidden layer reads $c\,d$ numbers,
+#    $c\,d\,H$ weights and $H$ biases; the output layer has $H V$ weights and $V$ biases:
+#    $(V + 1)d + c\,d\,H + H + HV + V = 672 + 49{,}152 + 256 + 6{,}912 + 27 = 57{,}019$, the number printed above. A count
+#    table with 8 characters of context has $V^8$ rows of $V - 1$ free probabilities: about $7.3 \times 10^{12}$, for 221,000
+#    training characters.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 改变窗口：分别用 `context=2` 和 `context=16` 训练（步数不变）。留出 NLL 怎样变化？到哪里就不再改善了？
-#    和第 3 章里上下文长度相同的 $n$ 元语法比一比。
-# 2. 设 `d_embed=2`，按两个坐标（`mlp.tok_emb.weight[:V]`）直接把每个字符画在平面上。元音还聚在一起吗？
-#    留出 NLL 付出了多少代价？
-# 3. 在 `rt.generate` 里用 `temperature=0.5` 和 `temperature=1.5` 采样。新名字的比例和平均长度怎样变化？
+# 1. **运行并观察。** 分别用 `context=2` 和 `context=16` 训练（步数和大小不变）。留出 NLL 怎样变化？到哪里就不再改善了？
+#    把 `context=2` 的 MLP 和上下文长度相同的计数表——3 元语法（`count_model(3)`）——比一比。
+#
+#    <details><summary>答案</summary>
+#
+#    只有两个字符的上下文时，MLP 在留出名字上是 2.240，而看同样两个字符的 3 元语法的表反而更好：2.201。
+#    上下文短，几乎每个上下文都数得很充分，而数数给出的正是精确的最大似然解。MLP 在 `context=8` 之前进步很快（2.010），
+#    之后几乎不动：`context=16` 是 2.002。名字很短，预测下一个字母所需的信息大都在最后几个字母里。
+#
+#    </details>
+#
+# 2. **修改并预测。** 在 `rt.generate` 里分别用 `temperature=0.5` 和 `temperature=1.5` 采样 200 个名字。先预测新名字的比例和
+#    平均长度会怎样变化。
+#
+#    <details><summary>答案</summary>
+#
+#    $T = 0.5$ 时，采样只走概率最高的那几条路，而这些路大多就是训练名字：200 个里只有 61 个是新的，139 个是训练名字。
+#    $T = 1.5$ 时，压平的分布让采样四处游走：191 个是新的，只有 8 个是训练名字，名字也变长了（平均 7.0 个字母，
+#    $T = 1$ 时是 6.1）：结束符本来在几个字母之后就很可能被抽到，现在它的概率被压平的尾部分走了。
+#
+#    </details>
+#
+# 3. **推导。** 设词表大小为 $V$（另有一个填充行），嵌入维度为 $d$，窗口为 $c$ 个符号，隐藏层有 $H$ 个单元，数一数 MLP
+#    语言模型的参数，并在 $V = 27$、$d = 24$、$c = 8$、$H = 256$ 时与 `mlp.num_params()` 核对。上下文相同的计数表有多少个自由的概率？
+#
+#    <details><summary>答案</summary>
+#
+#    嵌入表有 $(V + 1)\,d$ 个数（含填充行）；隐藏层读入 $c\,d$ 个数，有 $c\,d\,H$ 个权重和 $H$ 个偏置；输出层有 $H V$ 个权重和
+#    $V$ 个偏置：$(V + 1)d + c\,d\,H + H + HV + V = 672 + 49{,}152 + 256 + 6{,}912 + 27 = 57{,}019$，正是上面打印的数。
+#    上下文为 8 个字符的计数表有 $V^8$ 行，每行 $V - 1$ 个自由的概率：约 $7.3 \times 10^{12}$ 个，而训练字符只有约 22.1 万个。
+#
+#    </details>
