@@ -33,12 +33,14 @@
 # - $h_t$ needs $h_{t-1}$: the steps run **one after another**, never in parallel ([C4](../claims.md));
 # - whatever the length of the past, it is squeezed into **$H$ numbers** ([C5](../claims.md)).
 #
+# ![The recurrent network rolled and unrolled: the same cell at every step, the state carried forward, the gradient sent back through every step](../img/rnn-unrolled.svg)
+#
 # The data are tiny Shakespeare (40,000 lines of the plays, 65 distinct characters), split as nanoGPT
 # splits it: the first 90% to train on, the last 10% to validate on.
 
 # %% [markdown] lang="zh"
 # 第 4 章的 MLP 语言模型只读最近几个字符组成的固定窗口，窗口以外的内容对它来说根本不存在。**循环神经网络**（RNN）
-# 去掉了这个窗口：它一次读一个字符，把每个字符"折叠"进隐状态 $h_t \in \mathbb{R}^H$：
+# 去掉了这个窗口：它一次读一个字符，把每个字符“折叠”进隐状态 $h_t \in \mathbb{R}^H$：
 #
 # $$h_t = \tanh\left(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh}\right), \qquad
 #   P(w_{t+1} \mid w_1, \dots, w_t) = \mathrm{softmax}(W_o h_t + b_o),$$
@@ -51,6 +53,8 @@
 # - 过去对现在的影响要经过一串雅可比矩阵的连乘，距离一长，梯度就会**消失或爆炸**（[C3](../claims.md)）；
 # - $h_t$ 必须等 $h_{t-1}$ 算完：各个时间步只能**串行**计算，无法并行（[C4](../claims.md)）；
 # - 不管过去有多长，都要被压缩进 **$H$ 个数** 里（[C5](../claims.md)）。
+#
+# ![循环神经网络，卷起来和展开来：每一步是同一个单元，状态向前传，梯度沿每一步往回传](../img/rnn-unrolled.svg)
 #
 # 数据用 tiny Shakespeare（莎士比亚剧本中的 40,000 行，共 65 个不同字符），按 nanoGPT 的方式划分：
 # 前 90% 用于训练，后 10% 用于验证。
@@ -177,7 +181,7 @@ print("max |difference|", (jac_autograd - jac_formula).abs().max().item())
 # $\|\partial h_T / \partial h_t\|_2$；模型都处在初始化状态，输入是 16 个符号组成的随机序列：
 #
 # - tanh RNN，令 $W_{hh} = \rho Q$（$Q$ 为正交矩阵，所以每个奇异值都是 $\rho$），取 $\rho = 0.5$、$1$、$2$；
-# - LSTM（见下文），分别用 torch 的默认初始化和遗忘门的 "chrono" 初始化（Tallec & Ollivier，2018）；
+# - LSTM（见下文），分别用 torch 的默认初始化和遗忘门的 chrono 初始化（Tallec & Ollivier，2018）；
 # - 作为对照，一个两层的 Transformer（第 7 章）：位置 $T$ 通过注意力到达位置 $t$，所需步数固定，与距离无关。
 #
 # 图中每条曲线都除以它在 $k = 1$ 处的值，表示梯度走了 $k$ 步之后还剩多少。
@@ -243,6 +247,8 @@ plt.show()
 # The **GRU** (Cho et al. 2014) gets the same effect with one state and an update gate $z_t$ that interpolates:
 #
 # $$h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}.$$
+#
+# ![The LSTM cell: the cell state runs along the top, multiplied only by the forget gate; the gates read the previous state and the input](../img/lstm-cell.svg)
 
 # %% [markdown] lang="zh"
 # ## 门控：LSTM 和 GRU
@@ -260,6 +266,8 @@ plt.show()
 # **GRU**（Cho 等，2014）只有一个状态，用一个更新门 $z_t$ 做插值，达到同样的效果：
 #
 # $$h_t = (1 - z_t) \odot n_t + z_t \odot h_{t-1}.$$
+#
+# ![LSTM 单元：细胞状态沿上方一路走过，只被遗忘门相乘；各个门读入上一步的状态和当前输入](../img/lstm-cell.svg)
 
 # %%
 for chrono in (False, True):
@@ -352,36 +360,250 @@ print(tok.decode(out[0]))
 # %% [markdown] lang="en"
 # ## What goes wrong, measured
 #
-# The figure above is about gradients at initialisation. The project's experiments test the other two claims
-# on trained models. In the [long-range experiment](../experiments/long-range/report.md) a symbol must be
-# recalled from 64 positions back: the RNN and the LSTM stay near chance while a Transformer of the same size
-# recalls it (C3, C5). In the [memory experiment](../experiments/memory/report.md) the excess NLL over the best
-# possible grows as the state shrinks and as the number of things to remember grows (C5). The
-# [sequential experiment](../experiments/sequential/report.md) times the chain of dependent steps: it grows with
-# the length for an RNN and not for a Transformer (C4). The next chapter gives every position a direct view of
-# every other: attention.
+# The figure above is about gradients at initialisation. The project's experiments test the claims on trained
+# models. In the [long-range experiment](../experiments/long-range/report.md) a symbol must be recalled from 64
+# positions back: the RNN and the LSTM stay near chance, and a Transformer of the same size recalls it in four seeds
+# of five (in the fifth it stays at chance too). That LSTM starts from the chrono initialisation, which keeps its
+# gradient over 100 steps in the figure above, and it still fails: the vanishing gradient of C3 is not the whole
+# story. In the [memory experiment](../experiments/memory/report.md) the excess NLL over the best possible grows as
+# the state shrinks and as the number of things to remember grows (C5). The
+# [sequential experiment](../experiments/sequential/report.md) measures the chain of dependent steps: it grows with
+# the length for an RNN and not for a Transformer (C4); on one CPU thread that makes the RNN slower on one long
+# sequence, but faster when the same tokens come as 16 or more shorter sequences side by side. The box at the end of
+# the chapter gives the numbers. The next chapter gives every position a direct view of every other: attention.
 
 # %% [markdown] lang="zh"
 # ## 问题出在哪里：测量结果
 #
-# 上面的图讲的是初始化时的梯度。另外两个论点，项目里的实验是在训练好的模型上检验的。在
+# 上面的图讲的是初始化时的梯度。项目里的实验在训练好的模型上检验这些论点。在
 # [长距离实验](../experiments/long-range/report.md)中，模型要回忆 64 个位置之前的一个符号：RNN 和 LSTM
-# 都停留在随机猜测的水平附近，而同样大小的 Transformer 能记起来（C3、C5）。在[记忆实验](../experiments/memory/report.md)中，
-# 状态越小、要记住的东西越多，NLL 超出理论最优值的部分就越大（C5）。[串行实验](../experiments/sequential/report.md)
-# 测量了相互依赖的计算链：RNN 的链随序列长度增长，Transformer 的则不会（C4）。下一章让每个位置都能直接看到其他所有位置：这就是注意力。
+# 都停留在随机猜测的水平附近；同样大小的 Transformer 在五个种子中的四个上能记起来（第五个也停在随机水平）。
+# 这个 LSTM 用的是 chrono 初始化，上图里它在 100 步上保住了梯度，可它照样失败：C3 所说的梯度消失并不是全部原因。
+# 在[记忆实验](../experiments/memory/report.md)中，状态越小、要记住的东西越多，NLL 超出理论最优值的部分就越大（C5）。
+# [串行实验](../experiments/sequential/report.md)测量了相互依赖的计算链：RNN 的链随序列长度增长，Transformer 的则不会（C4）；
+# 在单个 CPU 线程上，这让 RNN 处理一条长序列时更慢，但同样多的词元若分成 16 条或更多较短的序列并排处理，RNN 反而更快。
+# 具体数字见本章末尾的方框。下一章让每个位置都能直接看到其他所有位置：这就是注意力。
+
+# %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§2) names three statistical troubles of recurrent networks: gradients that vanish or explode over long
+# distances (C3), a sequential computation that is slow and denies the model an "equal view" of the context (C4), and a
+# fixed-size memory that may lose detail (C5). The experiments agree on all three and qualify each. (The rnn-gradients
+# numbers are from [run 1](../../results/run-1/rnn-gradients/report.md) of the replication protocol, two seed sets; the
+# others from the earlier protocol, one set of five seeds.)
+#
+# - **Gradients vanish and explode, as the essay says.** Over 100 steps at initialisation, the gradient of a tanh RNN
+#   shrinks by [−35.64](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=rnn_vanishes/sets/0/value")
+#   orders of magnitude with spectral radius $\rho = 0.5$ and grows by
+#   [5.988](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=rnn_explodes/sets/0/value") with $\rho = 2$.
+#   An LSTM with torch's initialisation loses it too
+#   ([−19.29](../../results/run-1/rnn-gradients/report.md "report.json: numbers/tables/Gradient norm against distance (geometric means over 5 seeds)/rows/3/5")),
+#   with the chrono initialisation it keeps it
+#   ([−0.4855](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=lstm_keeps_above/sets/0/value")).
+# - **But a kept gradient does not make long-range recall work.** The LSTM of the
+#   [long-range experiment](../experiments/long-range/report.md) starts from that chrono initialisation, and at distance 64
+#   its recall is [0.0972](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/LSTM/2/mean"), hardly
+#   above chance, [0.0625](../experiments/long-range/report.md "report.json: numbers/chance"), like the tanh RNN's
+#   [0.0624](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/RNN/2/mean"). Vanishing gradients
+#   do not explain C3 alone; the fixed-size state (C5) is the other suspect, and the
+#   [memory experiment](../experiments/memory/report.md) finds that shrinking the LSTM's state from 64 to 4 numbers costs
+#   [1.199](../experiments/memory/report.md "report.json: checks/name=lstm_state/value") nats of excess NLL at the highest load.
+# - **Attention's win is not every time.** At distance 64 the Transformer recalls the symbol in four seeds of five; in the
+#   fifth its accuracy is [0.0643](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/Transformer/2/2"),
+#   chance. Its mean, [0.8129](../experiments/long-range/report.md "report.json: checks/name=transformer_longest/value"), hides
+#   a training that sometimes does not find the solution in 300 steps.
+# - **"Sequential" means slow for one long sequence, not always.** The chain of dependent operations grows with the length
+#   (log-log slope [0.9524](../experiments/sequential/report.md "report.json: checks/name=rnn_depth_slope/value") for the
+#   RNN, [0](../experiments/sequential/report.md "report.json: checks/name=transformer_depth_slope/value") for the
+#   Transformer), and on one CPU thread one sequence of 1,024 tokens takes the RNN
+#   [44.5](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
+#   ms against the Transformer's
+#   [31.04](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4").
+#   But the same tokens as 16 sequences of 64 take the RNN
+#   [10.25](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
+#   ms and the Transformer
+#   [11.2](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4"):
+#   with batches of 16 or more the RNN is faster. The essay's bottleneck is latency on long sequences, and parallel
+#   hardware, which the experiment did not time.
+# - **A recurrent cell beat the Transformer on the project's own ladder.** On Shakespeare, with the same 1,500 steps for
+#   every rung, the GRU reaches [1.6318](../ladder.md) nats per character and the LSTM [1.6785](../ladder.md), the
+#   Transformer [1.7055](../ladder.md). The Transformer's edge shows with more training: [1.526](../ladder.md) after about
+#   five times as many training characters, on a GPU.
+# - **The essay's formula conditions a token on itself.** §5 writes that an RNN approximates $P(\text{token}_t \mid \text{token}_t)$;
+#   the condition is the tokens before it, $P(x_t \mid x_1, \dots, x_{t-1})$, which the hidden state summarises (the formula
+#   at the top of this chapter; [the claims](../claims.md), S2).
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§2）列出了循环神经网络在统计上的三个困境：长距离上梯度消失或爆炸（C3）；计算必须串行，既慢，又让模型失去对上下文的
+# “平等审视权”（C4）；记忆大小固定，可能丢失细节（C5）。实验在这三点上都与原文一致，但每一点都要加上限定。
+# （rnn-gradients 的数字来自复现规程的[第一次完整运行](../../results/run-1/rnn-gradients/report.md)，两组种子；
+# 其余来自之前的规程，一组五个种子。）
+#
+# - **梯度确实会消失和爆炸。** 在初始化状态下走 100 步，谱半径 $\rho = 0.5$ 的 tanh RNN 的梯度缩小
+#   [−35.64](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=rnn_vanishes/sets/0/value") 个数量级
+#   （以 10 为底的对数），$\rho = 2$ 时放大
+#   [5.988](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=rnn_explodes/sets/0/value") 个数量级。
+#   用 torch 默认初始化的 LSTM 同样丢掉了梯度
+#   （[−19.29](../../results/run-1/rnn-gradients/report.md "report.json: numbers/tables/Gradient norm against distance (geometric means over 5 seeds)/rows/3/5")），
+#   用 chrono 初始化则保住了它
+#   （[−0.4855](../../results/run-1/rnn-gradients/report.md "report.json: checks/name=lstm_keeps_above/sets/0/value")）。
+# - **可是保住了梯度，长距离回忆照样失败。** [长距离实验](../experiments/long-range/report.md)里的 LSTM 正是从这种
+#   chrono 初始化出发的，而在距离 64 处，它的回忆准确率是
+#   [0.0972](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/LSTM/2/mean")，只比随机猜测的
+#   [0.0625](../experiments/long-range/report.md "report.json: numbers/chance") 高一点，和 tanh RNN 的
+#   [0.0624](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/RNN/2/mean") 差不多。
+#   梯度消失不能单独解释 C3；另一个嫌疑是固定大小的状态（C5）：[记忆实验](../experiments/memory/report.md)发现，
+#   在负担最重时，把 LSTM 的状态从 64 个数缩小到 4 个，超出贝叶斯极限的 NLL 要多出
+#   [1.199](../experiments/memory/report.md "report.json: checks/name=lstm_state/value") 奈特。
+# - **注意力也不是每次都赢。** 在距离 64 处，Transformer 在五个种子中的四个上记起了那个符号；第五个的准确率是
+#   [0.0643](../experiments/long-range/report.md "report.json: numbers/recall_accuracy/Transformer/2/2")，也就是随机水平。
+#   平均值 [0.8129](../experiments/long-range/report.md "report.json: checks/name=transformer_longest/value") 掩盖了一点：
+#   训练 300 步，有时找不到解。
+# - **“串行”只在单条长序列上意味着慢。** 相互依赖的计算链随长度增长（RNN 的双对数斜率为
+#   [0.9524](../experiments/sequential/report.md "report.json: checks/name=rnn_depth_slope/value")，Transformer 为
+#   [0](../experiments/sequential/report.md "report.json: checks/name=transformer_depth_slope/value")）；在单个 CPU 线程上，
+#   一条 1024 个词元的序列，RNN 要
+#   [44.5](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
+#   毫秒，Transformer 要
+#   [31.04](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4")
+#   毫秒。但同样的词元分成 16 条长 64 的序列时，RNN 只要
+#   [10.25](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
+#   毫秒，Transformer 要
+#   [11.2](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4")
+#   毫秒：批次里有 16 条或更多序列时，RNN 更快。原文说的瓶颈，是长序列上的延迟和并行硬件上的速度，而后者这个实验没有测。
+# - **在本项目自己的阶梯上，循环单元赢过了 Transformer。** 在莎士比亚剧本上，每一级都训练同样的 1500 步，GRU 达到每字符
+#   [1.6318](../ladder.md) 奈特，LSTM [1.6785](../ladder.md)，Transformer [1.7055](../ladder.md)。
+#   Transformer 的优势要训练更久才显现出来：在 GPU 上用大约五倍的训练字符，它达到 [1.526](../ladder.md)。
+# - **原文的公式让词元以自己为条件。** §5 写 RNN 近似 $P(\text{token}_t \mid \text{token}_t)$；条件应当是它之前的词元
+#   $P(x_t \mid x_1, \dots, x_{t-1})$，隐状态正是它们的摘要（见本章开头的公式和[论点](../claims.md)页的原文辨析 S2）。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - A recurrent network folds the text, one symbol at a time, into a state $h_t = f(h_{t-1}, x_t)$, so its prediction can
+#   depend on the whole past; it is trained by maximum likelihood like every rung.
+# - Back-propagation through time multiplies one Jacobian per step: for a tanh RNN the gradient from far away shrinks or
+#   grows geometrically, at a rate set by $W_{hh}$ and damped by $\tanh'$. Clipping cures explosion; vanishing needs
+#   another cell.
+# - The LSTM and the GRU update their state additively through gates: along the LSTM's cell the gradient is multiplied
+#   only by the forget gate, and the chrono initialisation starts it near 1.
+# - The state has a fixed size and the steps run one after another. Measured, a kept gradient is not enough for long
+#   recall, and the sequential cost depends on how many sequences run side by side.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 循环神经网络一次读一个符号，把文本折叠进状态 $h_t = f(h_{t-1}, x_t)$，所以它的预测可以取决于全部过去；
+#   它和阶梯上每一级一样用最大似然训练。
+# - 随时间反向传播每一步乘上一个雅可比矩阵：tanh RNN 远处传来的梯度按几何级数缩小或放大，速度由 $W_{hh}$ 决定，
+#   并被 $\tanh'$ 削弱。梯度裁剪能治爆炸；梯度消失要换一种单元。
+# - LSTM 和 GRU 通过门以加法更新状态：沿着 LSTM 的细胞状态，梯度只被遗忘门相乘，chrono 初始化让遗忘门从接近 1 开始。
+# - 状态大小固定，各步依次计算。实测表明，保住梯度并不足以做长距离回忆；串行的代价取决于有多少条序列并排计算。
 
 # %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Train the plain RNN with `lr=0.1` and without the `clip_grad_norm_` line. Print the largest gradient norm
-#    over the steps. What happens to the loss?
-# 2. Add $\rho = 0.9$ and $\rho = 1.2$ to the gradient figure. Between which two values does the curve turn
-#    from falling to rising, and why is the turning point above 1?
-# 3. Shrink the LSTM's state to `d_hidden=8` and train again. How much validation NLL does the smaller state cost?
+# 1. **Run and observe.** Train the plain RNN with `lr=0.1` and without the `clip_grad_norm_` line (keep the norm it
+#    returns, `torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))`, to record it). What is the largest gradient
+#    norm over the steps, and what happens to the loss? Then put the clipping back, at the same learning rate.
+#
+#    <details><summary>Answer</summary>
+#
+#    In our run the norm starts near 0.5 and reaches about $1.2 \times 10^5$ at step 203; the loss falls at first, then
+#    jumps back up after each spike and ends near 3.1 nats per character (3.07 on validation), worse than the bigram's 2.49.
+#    With the norm clipped to 1 at the same rate training is stable but still poor (2.77 on validation, against 1.92 at
+#    `lr=1e-2`): clipping keeps one huge step from wrecking the weights, and a learning rate ten times too large is still too
+#    large.
+#
+#    </details>
+#
+# 2. **Change and predict.** Add $\rho = 0.9$ and $\rho = 1.2$ to the gradient figure. Predict first: does either curve rise?
+#    Between which values of $\rho$ does the curve turn from falling to rising, and why is the turning point above 1?
+#
+#    <details><summary>Answer</summary>
+#
+#    Both still fall: over 100 steps the gradient shrinks by about 13 orders of magnitude at $\rho = 0.9$ and 4.4 at
+#    $\rho = 1.2$. The [rnn-gradients experiment](../experiments/rnn-gradients/report.md) sweeps $\rho$ and finds the turning
+#    point near 1.46. Each step multiplies by $\mathrm{diag}(1 - h_s^2)\,W_{hh}$, and $1 - h_s^2 < 1$ wherever the unit is not
+#    exactly at 0, so $W_{hh}$ must stretch by more than 1 to make up for the damping of $\tanh'$.
+#
+#    </details>
+#
+# 3. **Change and predict.** Shrink the LSTM's state to `d_hidden=8` and train it again. Predict: how much validation NLL does
+#    the smaller state cost, and does it still beat the bigram?
+#
+#    <details><summary>Answer</summary>
+#
+#    With 8 numbers of state (4,009 parameters) the LSTM reaches 2.42 nats per character on validation, against 1.87 with
+#    128 (93,409 parameters): more than half a nat lost. It still beats the bigram (2.49), but not by much: eight numbers
+#    hold little more than the last character.
+#
+#    </details>
+#
+# 4. **Derive.** Along the LSTM's cell the gradient is multiplied by $\sigma(f_t)$ at each step. If the forget gate's
+#    pre-activation sits at its bias $b$, what bias keeps at least a tenth of the gradient over $K = 100$ steps? The chrono
+#    initialisation draws $b = \log u$ with $u$ uniform in $(1, K - 1)$: what retention does $u = K - 1$ give?
+#
+#    <details><summary>Answer</summary>
+#
+#    Over $K$ steps the cell path multiplies by $\sigma(b)^K$. We need $\sigma(b)^{100} \ge 0.1$, i.e.
+#    $\sigma(b) \ge 0.1^{1/100} \approx 0.9772$, i.e. $b \ge \log\frac{0.9772}{1 - 0.9772} \approx 3.76$. At torch's
+#    initialisation $b \approx 0$, $\sigma(0) = 1/2$ and $2^{-100} \approx 10^{-30}$. With $b = \log u$,
+#    $\sigma(\log u) = \frac{u}{1 + u}$, so $u = 99$ gives $0.99^{100} \approx 0.37$, and a gate with small $u$ forgets
+#    within a few steps: chrono initialisation spreads the gates' memories over every time scale up to $K$.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 用 `lr=0.1` 训练普通 RNN，并去掉 `clip_grad_norm_` 那一行。打印训练过程中最大的梯度范数，损失会怎样？
-# 2. 在梯度图里加上 $\rho = 0.9$ 和 $\rho = 1.2$。曲线在哪两个值之间由下降变为上升？为什么这个转折点大于 1？
-# 3. 把 LSTM 的状态缩小到 `d_hidden=8` 再训练一次。状态变小，验证集上的 NLL 要付出多少代价？
+# 1. **运行并观察。** 用 `lr=0.1` 训练普通 RNN，并去掉 `clip_grad_norm_` 那一行（为了记录梯度范数，改用
+#    `torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))` 取回范数而不裁剪）。训练中最大的梯度范数是多少？
+#    损失会怎样？再在同样的学习率下把裁剪加回去。
+#
+#    <details><summary>答案</summary>
+#
+#    我们的运行中，范数从 0.5 左右开始，在第 203 步达到约 $1.2 \times 10^5$；损失先是下降，每次尖峰之后又跳回去，
+#    最后停在每字符 3.1 奈特左右（验证集上 3.07），比二元语法的 2.49 还差。在同样的学习率下把范数裁剪到 1，
+#    训练是稳定了，但结果仍然不好（验证集上 2.77，而 `lr=1e-2` 时是 1.92）：裁剪能防止一步巨大的更新毁掉权重，
+#    可学习率大了十倍，终究还是太大。
+#
+#    </details>
+#
+# 2. **修改并预测。** 在梯度图里加上 $\rho = 0.9$ 和 $\rho = 1.2$。先预测：有哪条曲线会上升吗？$\rho$ 在哪两个值之间，
+#    曲线由下降转为上升？为什么这个转折点大于 1？
+#
+#    <details><summary>答案</summary>
+#
+#    两条都还在下降：走 100 步，$\rho = 0.9$ 时梯度缩小约 13 个数量级，$\rho = 1.2$ 时缩小约 4.4 个。
+#    [rnn-gradients 实验](../experiments/rnn-gradients/report.md)扫描了 $\rho$，发现转折点在 1.46 附近。每一步乘的是
+#    $\mathrm{diag}(1 - h_s^2)\,W_{hh}$，只要单元不恰好在 0，就有 $1 - h_s^2 < 1$；所以 $W_{hh}$ 必须把向量拉长到超过 1 倍，
+#    才能抵消 $\tanh'$ 的衰减。
+#
+#    </details>
+#
+# 3. **修改并预测。** 把 LSTM 的状态缩小到 `d_hidden=8` 再训练一次。先预测：状态变小，验证集上的 NLL 要付出多少代价？
+#    它还能胜过二元语法吗？
+#
+#    <details><summary>答案</summary>
+#
+#    状态只有 8 个数（4009 个参数）时，LSTM 在验证集上是每字符 2.42 奈特，状态为 128（93,409 个参数）时是 1.87：
+#    损失了半个奈特以上。它仍然胜过二元语法（2.49），但胜得不多：8 个数装下的，比上一个字符多不了多少。
+#
+#    </details>
+#
+# 4. **推导。** 沿着 LSTM 的细胞状态，梯度每一步乘上 $\sigma(f_t)$。如果遗忘门的预激活值停在它的偏置 $b$ 上，
+#    $b$ 要多大，才能在 $K = 100$ 步上至少保住十分之一的梯度？chrono 初始化取 $b = \log u$，$u$ 在 $(1, K - 1)$ 上均匀分布：
+#    $u = K - 1$ 时能保住多少？
+#
+#    <details><summary>答案</summary>
+#
+#    走 $K$ 步，细胞这条通路乘上 $\sigma(b)^K$。要求 $\sigma(b)^{100} \ge 0.1$，即 $\sigma(b) \ge 0.1^{1/100} \approx 0.9772$，
+#    即 $b \ge \log\frac{0.9772}{1 - 0.9772} \approx 3.76$。torch 默认初始化下 $b \approx 0$，$\sigma(0) = 1/2$，
+#    而 $2^{-100} \approx 10^{-30}$。取 $b = \log u$ 时 $\sigma(\log u) = \frac{u}{1 + u}$，所以 $u = 99$ 给出
+#    $0.99^{100} \approx 0.37$；$u$ 小的门几步之内就忘了：chrono 初始化让各个门的记忆长度分布在直到 $K$ 的各种时间尺度上。
+#
+#    </details>
