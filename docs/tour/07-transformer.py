@@ -30,6 +30,8 @@
 # with $E$ the token embedding (shared with the output layer), $p_t$ the position's vector and a causal mask in
 # every attention. This chapter builds each piece from the library's layers, checks what it is for, then trains
 # the assembled model on tiny Shakespeare against the bigram.
+#
+# ![A decoder-only Transformer: token embeddings plus positions, N pre-norm blocks of masked multi-head attention and a feed-forward network, each around a residual stream, a final LayerNorm and the tied output layer](../img/transformer-block.svg)
 
 # %% [markdown] lang="zh"
 # 第 6 章最后得到的是一次注意力运算。Transformer（Vaswani 等，2017）再加上四个部件，把它变成一个模型；每个部件都对应原文指出的一个问题：
@@ -44,6 +46,8 @@
 #
 # 其中 $E$ 是词嵌入矩阵（与输出层共享），$p_t$ 是该位置的位置向量，每个注意力都带因果掩码。本章用库里的层逐个搭出这些部件，
 # 检验每个部件的作用，最后在 tiny Shakespeare 上训练组装好的模型，并与二元语法比较。
+#
+# ![只有解码器的 Transformer：词嵌入加位置编码，N 个前置归一化的块（带掩码的多头注意力、前馈网络，各自绕着残差流），最后的层归一化和共享权重的输出层](../img/transformer-block.svg)
 
 # %%
 # %matplotlib inline
@@ -85,7 +89,7 @@ print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tok
 # ## 位置编码：注意力本身看不到顺序
 #
 # 自注意力把输入当作一个*集合*：每个位置都用同样的 $q \cdot k$ 与其他所有位置比较，而不管它们在哪里。因此，
-# 如果把输入的各行换个顺序，输出的各行也会按同样的方式换序，除此之外什么都不变（置换等变性）。"狗咬人"和"人咬狗"
+# 如果把输入的各行换个顺序，输出的各行也会按同样的方式换序，除此之外什么都不变（置换等变性）。“狗咬人”和“人咬狗”
 # 会得到同样的一组向量，只是顺序不同。下面把一个完整的编码器块（注意力、前馈网络、残差、层归一化，不加掩码）
 # 分别作用在一个序列和它的倒序上。然后是论文的办法：给每个位置加上一个固定的向量
 #
@@ -116,21 +120,24 @@ plt.show()
 
 # %% [markdown] lang="en"
 # Without positions the block's output is the reversed output, to float precision; with them it is not. The
-# right panel shows what the sinusoids give for free: $p_t \cdot p_{64}$ is largest at $t = 64$ and falls off
-# with the distance (with ripples), a built-in hint that nearby positions are related. `rt.TransformerConfig(pos=...)` offers
-# the paper's `"sinusoidal"`, `"learned"` (one trained vector per position, as GPT-2 and BERT) and `"rope"`
-# (rotary: $q$ and $k$ are rotated by angles proportional to their positions, so that $q_i \cdot k_j$ depends on
-# $i - j$ only; Su et al. 2021). The [permutation experiment](../experiments/permutation/report.md) and the
-# [locality experiment](../experiments/locality/report.md) test C8 on trained models; the training run at the end
-# of this chapter compares the three choices.
+# right panel shows the geometry of the sinusoids: $p_t \cdot p_{64}$ is largest at $t = 64$ and falls off with the
+# distance (with ripples). The essay reads this as the prior "nearby words are usually more related"; whether a trained
+# model makes use of it is another question, and the [locality experiment](../experiments/locality/report.md) finds no
+# more attention on nearby positions with sinusoidal positions than with none at all (the box at the end of the
+# chapter). `rt.TransformerConfig(pos=...)` offers the paper's `"sinusoidal"`, `"learned"` (one trained vector per
+# position, as GPT-2 and BERT) and `"rope"` (rotary: $q$ and $k$ are rotated by angles proportional to their positions,
+# so that $q_i \cdot k_j$ depends on the positions only through $i - j$; it still depends on what $q_i$ and $k_j$
+# contain; Su et al. 2021). The [permutation experiment](../experiments/permutation/report.md) and the locality
+# experiment test C8 on trained models; the training run at the end of this chapter compares the three choices.
 
 # %% [markdown] lang="zh"
-# 没有位置编码时，块的输出与倒序后的输出在浮点精度内完全相同；加上位置编码就不再相同。右图展示了正弦编码"白送"的东西：
-# $p_t \cdot p_{64}$ 在 $t = 64$ 处最大，并随距离增大而（波动着）减小——这是一个内置的提示：相邻的位置彼此相关。
-# `rt.TransformerConfig(pos=...)` 提供论文里的 `"sinusoidal"`、`"learned"`（每个位置一个可训练的向量，GPT-2 和 BERT 的做法）
-# 和 `"rope"`（旋转位置编码：按位置成比例的角度旋转 $q$ 和 $k$，使 $q_i \cdot k_j$ 只依赖于 $i - j$；Su 等，2021）。
-# [置换实验](../experiments/permutation/report.md)和[局部性实验](../experiments/locality/report.md)在训练好的模型上检验了 C8；
-# 本章最后的训练会比较这三种选择。
+# 没有位置编码时，块的输出与倒序后的输出在浮点精度内完全相同；加上位置编码就不再相同。右图是正弦编码的几何性质：
+# $p_t \cdot p_{64}$ 在 $t = 64$ 处最大，并随距离增大而（波动着）减小。原文把这读作“相邻词通常更相关”的统计先验；
+# 训练出来的模型用不用它，是另一回事：[局部性实验](../experiments/locality/report.md)发现，用正弦位置编码的模型放在邻近位置上的注意力，
+# 并不比完全不加位置编码的模型多（见本章末尾的方框）。`rt.TransformerConfig(pos=...)` 提供论文里的 `"sinusoidal"`、
+# `"learned"`（每个位置一个可训练的向量，GPT-2 和 BERT 的做法）和 `"rope"`（旋转位置编码：按与位置成正比的角度旋转 $q$ 和 $k$，
+# 使 $q_i \cdot k_j$ 对位置的依赖只通过 $i - j$；它仍然取决于 $q_i$ 和 $k_j$ 的内容；Su 等，2021）。
+# [置换实验](../experiments/permutation/report.md)和局部性实验在训练好的模型上检验了 C8；本章最后的训练会比较这三种选择。
 
 # %% [markdown] lang="en"
 # ## Several heads
@@ -142,8 +149,10 @@ plt.show()
 #   \mathrm{MHA}(X) = [\mathrm{head}_1, \dots, \mathrm{head}_H]\, W_O.$$
 #
 # Each head can put its weight somewhere else: one on the previous character, one on the start of the word, and
-# so on. It costs nothing extra: the $H$ heads split the same $d \times d$ projections, so the parameter count
+# so on. More heads add no parameters: the $H$ heads split the same $d \times d$ projections, so the parameter count
 # does not depend on $H$. `rt.MultiHeadAttention` returns the weights of every head when asked:
+#
+# ![Multi-head attention: Q, K and V each cut into H slices; head h attends with slice h of each; the heads' outputs concatenated and mixed by W_O](../img/multi-head.svg)
 
 # %% [markdown] lang="zh"
 # ## 多个头
@@ -154,8 +163,10 @@ plt.show()
 # $$\mathrm{head}_h = \mathrm{softmax}\!\left(\frac{(X W_Q^h)(X W_K^h)^\top}{\sqrt{d_{\text{head}}}}\right) X W_V^h, \qquad
 #   \mathrm{MHA}(X) = [\mathrm{head}_1, \dots, \mathrm{head}_H]\, W_O.$$
 #
-# 每个头都可以把权重放在不同的地方：一个看前一个字符，一个看词的开头，等等。这并不额外花钱：$H$ 个头瓜分的是同一组
+# 每个头都可以把权重放在不同的地方：一个看前一个字符，一个看词的开头，等等。多几个头并不增加参数：$H$ 个头分用的是同一组
 # $d \times d$ 的投影矩阵，所以参数量与 $H$ 无关。`rt.MultiHeadAttention` 可以按要求返回每个头的权重：
+#
+# ![多头注意力：Q、K、V 各切成 H 段；头 h 用各自的第 h 段做注意力；各头的输出拼接后由 W_O 混合](../img/multi-head.svg)
 
 # %%
 for n_head in (1, 4, 16):
@@ -183,7 +194,7 @@ for n_head in (1, 4, 16):
 #
 # $$\mathrm{FFN}(x_t) = W_2\, \mathrm{GELU}(W_1 x_t + b_1) + b_2, \qquad W_1 \in \mathbb{R}^{4d \times d}.$$
 #
-# "注意力负责汇聚，前馈网络负责加工"（[C10](../claims.md)）。"逐位置"的意思正是：改动一个位置的输入，只有这个位置的输出会变。
+# “注意力负责汇聚，前馈网络负责加工”（[C10](../claims.md)）。“逐位置”的意思正是：改动一个位置的输入，只有这个位置的输出会变。
 
 # %%
 ffn = rt.FeedForward(d_model=d, d_ff=4 * d)
@@ -265,7 +276,7 @@ for label, values in similarity.items():
 
 # %% [markdown] lang="zh"
 # 有残差时，无论前置还是后置归一化，不同位置的向量在任何深度都保持不同。没有残差时，堆到 8 层，所有位置的向量都指向同一个方向
-# （余弦相似度约为 1.0）：这个堆叠已经丢掉了"哪个字符在哪里"的信息，任何训练信号都找不回来。
+# （余弦相似度约为 1.0）：这个堆叠已经丢掉了“哪个字符在哪里”的信息，任何训练信号都找不回来。
 # [深度实验](../experiments/depth/report.md)训练了这样的堆叠，在训练好的模型上得到同样的结论（C11 成立）。
 # 这里默认用前置归一化，因为它训练深层网络时不需要精心设计学习率预热（Xiong 等，2020）。
 
@@ -410,18 +421,209 @@ plt.show()
 # 它们确实各有分工，但并不是集成里可以互相替代的成员（C9 部分成立）。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§4.1–§4.4) adds four pieces to attention, each with a reason: positions (C8), several heads (C9), the
+# feed-forward network (C10), residual connections and LayerNorm (C11). The experiments (the earlier protocol, one set of
+# five seeds) agree on most of it, and disagree on two points the essay states as facts:
+#
+# - **Attention alone is blind to order, and positions restore it.** Without positions, permuting the input permutes the
+#   output, to within float32 rounding; with sinusoidal positions an encoder names the first of 8 tokens, which an
+#   order-blind model cannot do beyond the multiset bound, and beats that bound by
+#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/value") in accuracy.
+# - **The sinusoids' locality prior is not found.** The locality experiment measures the attention on the 3 nearest
+#   characters of a model trained on ordered text, minus that of the same model trained on shuffled text. With sinusoidal
+#   positions the difference is [0.02355](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/value")
+#   and the check says "holds"; but a model with no positions at all, under the same causal mask, shows
+#   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean"). On the Markov source:
+#   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") against
+#   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean"). What the check measured is
+#   the order a causal mask gives by itself, not a prior of the sinusoids. Learned positions
+#   ([0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")) and rotary ones
+#   ([0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")) do concentrate on
+#   neighbours. The figure of $p_t \cdot p_{64}$ shows a geometry, not what a trained model does with it.
+# - **Heads specialise, but they do not behave like an ensemble.** On a source with two known dependencies, some head
+#   serves each ([0.9945](../experiments/heads/report.md "report.json: checks/name=specialisation/value") beyond the
+#   untrained model), and removing a specialist costs
+#   [3.026](../experiments/heads/report.md "report.json: checks/name=dissociation_near/value") nats more on its own
+#   positions than on the other's. The essay's analogy fails the other way: removing one whole head costs
+#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/value") nats more than removing the same
+#   width spread at random over all heads. An ensemble loses a member gracefully; these heads are specialists, not
+#   interchangeable weak learners (C9 holds in part).
+# - **Attention gathers, the FFN processes.** Mean-ablating every attention sublayer costs
+#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/value") nats at the rule's positions,
+#   every FFN [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/value"), and probes find the context
+#   arriving across attention and the rule computed across the FFN.
+# - **Residuals and LayerNorm keep depth trainable, though not by the reason the essay gives.** Without residual
+#   connections the share of the top layer's variance explained by the current token falls from
+#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/value") to
+#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/value"), and without LayerNorm a
+#   deep stack trained hard ends [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/value") nats
+#   worse. The essay credits LayerNorm with removing covariate shift; the evidence for that account is weak, and a better
+#   conditioned optimisation explains more ([the claims](../claims.md), S5).
+# - **And the assembled model is not the best rung at every budget**: on the ladder the GRU beat it, [1.6318](../ladder.md)
+#   against [1.7055](../ladder.md) nats per character (chapter 5).
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§4.1–§4.4）给注意力加上四个部件，每个都有理由：位置编码（C8）、多个头（C9）、前馈网络（C10）、残差连接和层归一化（C11）。
+# 实验（之前的规程，一组五个种子）大体与原文一致，但在原文当作事实陈述的两点上不一致：
+#
+# - **注意力本身看不见顺序，位置编码把顺序找回来。** 没有位置编码时，把输入换序，输出只是跟着换序，差别在 float32 舍入误差之内；
+#   加上正弦位置编码，编码器能说出 8 个词元里的第一个——看不见顺序的模型最多只能达到“多重集上限”——准确率比这个上限高出
+#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/value")。
+# - **正弦编码的局部性先验没有找到。** 局部性实验测量：在有序文本上训练的模型放在最近 3 个字符上的注意力，减去同一个模型
+#   在打乱的文本上训练后的这个值。用正弦位置编码时差值是
+#   [0.02355](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/value")，检查的结论是“成立”；
+#   可是完全不加位置编码、只有同样因果掩码的模型，差值是
+#   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean")。在马尔可夫信源上也一样：
+#   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") 对
+#   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean")。这项检查量到的是因果掩码本身带来的顺序，
+#   而不是正弦编码的先验。可学习位置编码（[0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")）
+#   和旋转位置编码（[0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")）确实把注意力集中在邻近位置上。
+#   $p_t \cdot p_{64}$ 那张图画的是一种几何性质，而不是训练好的模型怎样用它。
+# - **各个头确实各有分工，但并不像一个集成。** 在一个有两种已知依赖的信源上，每种依赖都有一个头负责（比未训练的模型高
+#   [0.9945](../experiments/heads/report.md "report.json: checks/name=specialisation/value")）；去掉一个专门的头，它负责的位置上
+#   比另一种位置上多损失 [3.026](../experiments/heads/report.md "report.json: checks/name=dissociation_near/value") 奈特。
+#   原文的类比在另一头出了问题：去掉一个完整的头，比去掉分散在各头里、同样宽度的随机维度，多损失
+#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/value") 奈特。集成少了一个成员，损失不大；
+#   这些头是专才，不是可以互相替代的弱学习器（C9 部分成立）。
+# - **注意力负责汇聚，前馈网络负责加工。** 对所有注意力子层做均值消融，规则所在的位置上损失
+#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/value") 奈特，对所有前馈网络做均值消融损失
+#   [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/value") 奈特；探针也显示，上下文是经过注意力进来的，
+#   规则是在前馈网络里算出来的。
+# - **残差连接和层归一化让深层网络可以训练，但原因不是原文说的那个。** 去掉残差连接，最上层的方差中能由当前词元解释的比例从
+#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/value") 降到
+#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/value")；去掉层归一化，在加大训练强度的
+#   深层网络上，结果差 [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/value") 奈特。原文说层归一化的作用是
+#   消除协变量偏移；支持这种解释的证据很弱，更好的解释是优化问题的条件变好了（见[论点](../claims.md)页的原文辨析 S5）。
+# - **组装好的模型也不是在任何预算下都最好**：在阶梯上 GRU 胜过了它，每字符 [1.6318](../ladder.md) 对
+#   [1.7055](../ladder.md) 奈特（第 5 章）。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - Self-attention treats its input as a set: without positions, permuting the input only permutes the output. Positions,
+#   added to the embeddings (sinusoidal, learned) or rotating $q$ and $k$ (rotary), inject order.
+# - Multi-head attention runs $H$ attentions side by side in subspaces of size $d/H$ and mixes them with $W_O$; the
+#   parameter count does not depend on $H$.
+# - The position-wise FFN transforms each position's vector alone, with the same weights everywhere: attention gathers
+#   across positions, the FFN processes each.
+# - Each sublayer sits on a residual stream, $x + \mathrm{Sublayer}(\mathrm{LN}(x))$: without residuals a deep stack makes
+#   every position alike; LayerNorm keeps each sublayer's input at one scale.
+# - Assembled, the decoder-only Transformer is trained by the same maximum likelihood as every rung; rotary positions
+#   learned fastest here.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 自注意力把输入当作一个集合：没有位置编码时，输入换序，输出只是跟着换序。位置编码——加到嵌入上（正弦、可学习），
+#   或者旋转 $q$ 和 $k$（旋转位置编码）——把顺序注入进来。
+# - 多头注意力在大小为 $d/H$ 的子空间里并排运行 $H$ 个注意力，再用 $W_O$ 混合；参数量与 $H$ 无关。
+# - 逐位置的前馈网络对每个位置的向量单独做变换，各个位置用同一组权重：注意力在位置之间汇聚，前馈网络逐个位置加工。
+# - 每个子层都挂在残差流上：$x + \mathrm{Sublayer}(\mathrm{LN}(x))$。没有残差，深层堆叠会让各个位置变得一样；
+#   层归一化让每个子层的输入保持同一尺度。
+# - 组装起来的只有解码器的 Transformer，和阶梯上每一级一样用最大似然训练；在这里，旋转位置编码学得最快。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Train with `n_head=1` and then `n_head=16` (same `d_model`). The parameter count is the same; is the
-#    validation NLL?
-# 2. Train the rotary model with `norm="post"` and then with `lr=3e-2`. Which of the two wirings tolerates the
-#    larger learning rate?
-# 3. In the permutation check, replace the encoder block by a causal `rt.DecoderBlock`. Is the output still just
-#    the reordered output? Why not?
+# 1. **Run and observe.** Train the rotary model with `n_head=1` and then `n_head=16` (same `d_model`, same steps). The
+#    parameter count is the same; is the validation NLL?
+#
+#    <details><summary>Answer</summary>
+#
+#    All three have 100,096 parameters (without the embeddings). One head of 64 dimensions ends at 2.042 nats per character,
+#    four heads of 16 at 1.965, sixteen heads of 4 at 1.992. Several heads help here, but more is not always better: a head
+#    of 4 dimensions has little room for its queries and keys. The [heads experiment](../experiments/heads/report.md) finds
+#    the same direction on its known dependencies (one head of the full width is worse than four).
+#
+#    </details>
+#
+# 2. **Change and predict.** Train the rotary model with `norm="post"`, at the chapter's `lr=1e-2` and at `lr=3e-2`, and the
+#    pre-norm model at `lr=3e-2` as well. Predict which wiring tolerates the larger learning rate.
+#
+#    <details><summary>Answer</summary>
+#
+#    With two layers both tolerate it. Pre-norm ends at 1.965 with `lr=1e-2` and 1.946 with `3e-2`; post-norm at 1.985 and
+#    1.976: pre-norm a little better at both rates, neither unstable (in the three new runs the largest training loss after step
+#    100 stays between 2.31 and 2.43). The difference the literature reports (Xiong et al. 2020: post-norm needs a careful warm-up)
+#    grows with depth; a two-layer stack is too shallow to show it.
+#
+#    </details>
+#
+# 3. **Change and predict.** In the permutation check, replace the encoder block by a causal `rt.DecoderBlock` (same
+#    config). Predict: is its output on the reversed sequence still just the reversed output?
+#
+#    <details><summary>Answer</summary>
+#
+#    No: the largest difference is about 0.76, not $10^{-7}$. A causal mask lets position $t$ see exactly the $t + 1$
+#    positions up to it, so after reversal the first token, now last, sees every token, where before it saw only itself.
+#    The mask is an order of its own: a causal model without positions is not order-blind, which is why the chapter's
+#    model with `pos="none"` still learns, and why the locality experiment must compare against it.
+#
+#    </details>
+#
+# 4. **Derive.** In two dimensions rotary positions rotate the query at position $i$ by $R(i\theta)$ and the key at position
+#    $j$ by $R(j\theta)$, with $R(\phi) = \begin{pmatrix}\cos\phi & -\sin\phi\\ \sin\phi & \cos\phi\end{pmatrix}$. Show that
+#    $(R(i\theta)q)\cdot(R(j\theta)k) = q^\top R((j - i)\theta)\,k$. What does the score depend on, and what not?
+#
+#    <details><summary>Answer</summary>
+#
+#    $(R(i\theta)q)^\top (R(j\theta)k) = q^\top R(i\theta)^\top R(j\theta)\,k$. A rotation's transpose is its inverse,
+#    $R(i\theta)^\top = R(-i\theta)$, and rotations add angles, $R(-i\theta)R(j\theta) = R((j - i)\theta)$. So the score
+#    depends on the positions only through the offset $j - i$: shifting both by the same amount changes nothing. It still
+#    depends on $q$ and $k$, what the two tokens are. (In $d$ dimensions the vector is split into $d/2$ pairs, each rotated
+#    at its own frequency $\theta_m$, and the same argument holds pair by pair.)
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 分别用 `n_head=1` 和 `n_head=16`（`d_model` 不变）训练。参数量一样，验证集上的 NLL 也一样吗？
-# 2. 用 `norm="post"` 训练旋转位置编码的模型，再把学习率改成 `lr=3e-2`。两种接法中哪一种能承受更大的学习率？
-# 3. 在置换检验中，把编码器块换成带因果掩码的 `rt.DecoderBlock`。输出还只是换了顺序的输出吗？为什么？
+# 1. **运行并观察。** 用 `n_head=1`，再用 `n_head=16`（`d_model` 和步数不变）训练旋转位置编码的模型。参数量一样，
+#    验证集上的 NLL 也一样吗？
+#
+#    <details><summary>答案</summary>
+#
+#    三个模型都是 100,096 个参数（不计嵌入）。一个 64 维的头最后是每字符 2.042 奈特，四个 16 维的头是 1.965，
+#    十六个 4 维的头是 1.992。多个头在这里有帮助，但并不是越多越好：4 维的头，留给查询和键的空间太小了。
+#    [多头实验](../experiments/heads/report.md)在已知依赖上看到的是同一个方向（一个全宽的头不如四个头）。
+#
+#    </details>
+#
+# 2. **修改并预测。** 用 `norm="post"` 训练旋转位置编码的模型，学习率分别取本章的 `lr=1e-2` 和 `lr=3e-2`；前置归一化的模型也用
+#    `lr=3e-2` 训练一次。先预测：哪种接法能承受更大的学习率？
+#
+#    <details><summary>答案</summary>
+#
+#    两层的网络两种接法都承受得住。前置归一化在 `lr=1e-2` 时是 1.965，`3e-2` 时是 1.946；后置归一化分别是 1.985 和 1.976：
+#    前置归一化在两种学习率下都稍好一点，两者都不发散（新跑的三次训练中，第 100 步之后最大的训练损失在 2.31 到 2.43 之间）。
+#    文献里说的差别（Xiong 等，2020：后置归一化需要精心设计的预热）随深度增大；两层的堆叠太浅，显不出来。
+#
+#    </details>
+#
+# 3. **修改并预测。** 在置换检验中，把编码器块换成带因果掩码的 `rt.DecoderBlock`（配置不变）。先预测：它在倒序序列上的输出，
+#    还只是倒序后的输出吗？
+#
+#    <details><summary>答案</summary>
+#
+#    不是：最大的差别约为 0.76，而不是 $10^{-7}$。因果掩码让位置 $t$ 恰好看到它之前（含自己）的 $t + 1$ 个位置，所以倒序之后，
+#    原来的第一个词元排到了最后，能看到所有词元，而原来它只能看到自己。掩码本身就带着一种顺序：没有位置编码的因果模型并不是
+#    看不见顺序的——这就是本章 `pos="none"` 的模型照样能学的原因，也是局部性实验必须拿它作对照的原因。
+#
+#    </details>
+#
+# 4. **推导。** 在二维情形下，旋转位置编码把位置 $i$ 的查询旋转 $R(i\theta)$，把位置 $j$ 的键旋转 $R(j\theta)$，其中
+#    $R(\phi) = \begin{pmatrix}\cos\phi & -\sin\phi\\ \sin\phi & \cos\phi\end{pmatrix}$。证明
+#    $(R(i\theta)q)\cdot(R(j\theta)k) = q^\top R((j - i)\theta)\,k$。分数依赖于什么，不依赖于什么？
+#
+#    <details><summary>答案</summary>
+#
+#    $(R(i\theta)q)^\top (R(j\theta)k) = q^\top R(i\theta)^\top R(j\theta)\,k$。旋转矩阵的转置就是它的逆，$R(i\theta)^\top = R(-i\theta)$，
+#    而旋转的角度可以相加，$R(-i\theta)R(j\theta) = R((j - i)\theta)$。所以分数对位置的依赖只通过偏移量 $j - i$：
+#    两个位置同时平移同样的距离，分数不变。它仍然依赖于 $q$ 和 $k$，也就是这两个词元是什么。（在 $d$ 维情形下，
+#    向量被分成 $d/2$ 对，每对以自己的频率 $\theta_m$ 旋转，同样的论证逐对成立。）
+#
+#    </details>
