@@ -107,3 +107,26 @@ def test_the_classroom_load_test_reports_latency_errors_and_memory(tmp_path):
     for endpoint, row in result["endpoints"].items():
         assert row["n"] > 0 and row["errors"] == 0, (endpoint, row, result["error_messages"])
     assert result["rss_peak_mib"] > 0
+
+
+def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
+    from redthread.errors import RedthreadError
+    from redthread.viz.page import runtime_folder
+    from tests.tiny import save_tiny_run
+
+    try:
+        runtime_folder()
+        missing = None if Path("/usr/bin/chromium").exists() else "/usr/bin/chromium"
+    except RedthreadError:
+        missing = "onnxruntime-web (bash setup.sh)"
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the page benchmark must run in CI: {missing} is missing")
+        pytest.skip(f"{missing} is missing")
+    save_tiny_run(tmp_path / "tiny", "to be, or not to be: that is the question.\n", block_size=16)
+    out = run_script("page_speed.py", str(tmp_path / "tiny"), "--repeats", "1", "--json", str(tmp_path / "f.json"),
+                     "--screenshots", str(tmp_path / "shots"), cache=tmp_path)
+    assert "load to the first distribution:" in out and "per generated token:" in out and "forward, 16 all:" in out
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert figures["params"] > 0 and figures["load_ms"]["median"] > 0 and figures["generated_token_ms"]["min"] > 0
+    assert (tmp_path / "shots" / "page-walkthrough.png").is_file()  # one run: no side by side to show

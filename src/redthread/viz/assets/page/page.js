@@ -477,6 +477,13 @@ window.redthreadPage = {
     await idle();
     return performance.now() - t0;
   },
+  // for benchmarks: one forward pass of the run on show on the text's last window, every output or the logits only
+  async timeForward(text, all = true) {
+    const r = run(), ids = r.tok.encode(text).ids.slice(-r.meta.input.max_length);
+    const t0 = performance.now();
+    await forward(r, ids, all ? undefined : ["logits"]);
+    return performance.now() - t0;
+  },
   async generate(n) { await schedule((v) => generate(n, v)); },
 };
 
