@@ -288,6 +288,7 @@ function drawExplorer() {
 // ---- side by side: every run's P(next token) for the same text ---------------------------------------------
 
 async function compareAll(version) {
+  if (state.compare.size > 1000) state.compare.clear();  // a distribution per run and text typed: keep it bounded
   for (const r of state.runs) {
     if (version !== state.version) return;
     const key = `${r.entry.name}\u0000${state.text}`;

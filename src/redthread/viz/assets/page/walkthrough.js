@@ -3,7 +3,7 @@
 // logits -> distribution) down to the numbers, each the real value this model computes on this text in the
 // browser. The graph's outputs (interop/onnx_export.py: embed.tok_emb, blocks.l.self_attn.q, ...) are shown beside
 // what this script computes from them by hand, the way the paper writes it (Vaswani et al. 2017): the sum of token
-// and position vectors (section 3.4), q·k × 1/√d_k for every key, the softmax over the keys the causal mask leaves
+// and position vectors (sections 3.4 and 3.5), q·k × 1/√d_k for every key, the softmax over the keys the causal mask leaves
 // and the weighted sum of the values (eq. 1), the residual additions and LayerNorm (Ba et al. 2016; section 3.1),
 // the FFN (eq. 2), the logits and their softmax; each computed number carries the largest difference from the
 // graph's. The other rungs show what their graphs return: the bigram's row of logits, the MLP's window and hidden
@@ -99,7 +99,7 @@ function formula(text) { return el("p", "formula", text); }
 
 function tok(i) {
   const s = el("span", "tok", view.shown(view.labels[i]));
-  s.title = `${i}: ${JSON.stringify(view.labels[i])} (id ${view.ids[i]})`;
+  s.title = `${i}: ${JSON.stringify(view.labels[i])} → #${view.ids[i]}`;  // position: the token → its id
   return s;
 }
 
@@ -241,7 +241,7 @@ function finalCards() {
   list.append(...w.topColumns.map((c) => el("span", "th", c)));
   for (const i of order) {
     const s = el("span", "tok", view.shown(view.label(i)));
-    s.title = `id ${i}: ${JSON.stringify(view.label(i))}`;
+    s.title = `#${i}: ${JSON.stringify(view.label(i))}`;
     const bar = el("span", "wbar");
     bar.style.width = `${Math.max(1, 80 * p[i] / p[order[0]])}px`;
     const soft = el("span", "soft");
