@@ -177,8 +177,7 @@ def test_no_runtime_is_one_line_that_says_how_to_get_it(runs, tmp_path, monkeypa
     code, _, err = cli("page", runs / "tiny", "--out", tmp_path / "page")
     assert_one_line_error(code, err, "REDTHREAD_ONNXRUNTIME_WEB")
     monkeypatch.delenv("REDTHREAD_ONNXRUNTIME_WEB")
-    monkeypatch.setattr("sys.prefix", str(tmp_path))  # neither setup's install nor a node_modules in the source tree
-    monkeypatch.setattr("redthread.viz.page.Path.is_file", lambda self: False)
+    monkeypatch.setattr("redthread.viz.page.runtime_places", lambda: [empty])  # neither setup's install nor a node_modules
     with pytest.raises(rt.RedthreadError, match="bash setup.sh"):
         runtime_folder()
 

@@ -31,6 +31,7 @@ from redthread.interop.onnx_export import onnx_graph, tokenizer_description
 from redthread.viz.page import PageRun, runtime_folder, write_page
 
 pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.slow  # Chromium (the browser fixture marks it so too)
 
 TOL = 1e-4  # the page's numbers against PyTorch's (ONNX Runtime Web, float32)
 BLOCK = 16

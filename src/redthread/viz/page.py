@@ -78,9 +78,7 @@ def runtime_folder(given: str | os.PathLike | None = None) -> Path:
     if given is not None:
         candidates, told = [Path(given)], f"--runtime / ${RUNTIME_ENV} {given}"
     else:
-        repo = Path(__file__).resolve().parents[3]  # src/redthread/viz/page.py -> the source tree, when run from one
-        candidates = [Path(sys.prefix) / RUNTIME_INSTALL, repo / "node_modules" / "onnxruntime-web" / "dist"]
-        told = None
+        candidates, told = runtime_places(), None
     for folder in candidates:
         if all((folder / name).is_file() for name in RUNTIME_FILES):
             return folder
@@ -90,6 +88,12 @@ def runtime_folder(given: str | os.PathLike | None = None) -> Path:
                              "(node_modules/onnxruntime-web/dist)")
     raise RedthreadError("the page needs ONNX Runtime Web (the npm package onnxruntime-web), which is not installed: "
                          "run bash setup.sh (it installs it with npm ci), or give its dist folder with --runtime DIR")
+
+
+def runtime_places() -> list[Path]:
+    """Where onnxruntime-web is looked for when no folder is given: setup.sh's install, then the source tree's."""
+    repo = Path(__file__).resolve().parents[3]  # src/redthread/viz/page.py -> the source tree, when run from one
+    return [Path(sys.prefix) / RUNTIME_INSTALL, repo / "node_modules" / "onnxruntime-web" / "dist"]
 
 
 def runtime_version(folder: Path) -> str:
