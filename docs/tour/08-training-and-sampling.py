@@ -32,8 +32,10 @@
 #
 # $$\mathbb{E}_{p}\big[-\log P_\theta(x_t \mid x_{<t})\big] = H(p) + \mathrm{KL}\big(p \,\|\, P_\theta\big),$$
 #
-# the entropy $H(p)$ of the language itself, which no model can go below, plus how far the model is from it.
-# Training can only shrink the KL term. That is why we watch the **validation** NLL, on held-out text, and
+# the entropy $H(p)$ of the language itself, which no model can go below, plus the Kullback–Leibler divergence of the
+# model from the truth, which is 0 only when $P_\theta = p$. A divergence, not a distance: it is not symmetric,
+# $\mathrm{KL}(p \,\|\, q) \ne \mathrm{KL}(q \,\|\, p)$ in general, and has no triangle inequality. Training can only
+# shrink the KL term. That is why we watch the **validation** NLL, on held-out text, and
 # not only the training NLL.
 
 # %% [markdown] lang="zh"
@@ -51,7 +53,8 @@
 #
 # $$\mathbb{E}_{p}\big[-\log P_\theta(x_t \mid x_{<t})\big] = H(p) + \mathrm{KL}\big(p \,\|\, P_\theta\big),$$
 #
-# 其中 $H(p)$ 是语言本身的熵，任何模型都降不到它以下；另一项是模型与真实分布的距离。训练能缩小的只有 KL 这一项。
+# 其中 $H(p)$ 是语言本身的熵，任何模型都降不到它以下；另一项是模型相对真实分布的 KL 散度，只有 $P_\theta = p$ 时才为 0。
+# 它是散度，不是距离：一般来说 $\mathrm{KL}(p \,\|\, q) \ne \mathrm{KL}(q \,\|\, p)$，也不满足三角不等式。训练能缩小的只有 KL 这一项。
 # 所以我们要盯着留出文本上的**验证集** NLL，而不能只看训练集上的 NLL。
 
 # %% [markdown] lang="en"
@@ -221,21 +224,34 @@ axes[1].legend()
 plt.tight_layout()
 plt.show()
 
+seen = 1000 * 32 * cfg.block_size  # steps x windows x characters
+ts, tl, vs, vl = curves(rows)
+print(f"full run: {seen:,} characters trained on, {seen / len(train_ids.tokens):.2f} passes over the training text; "
+      f"train NLL at the end {tl[-1]:.3f}, validation NLL {vl[-1]:.3f}")
 ts, tl, vs, vl = curves(small_rows)
 best = int(np.argmin(vl))
 print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the end {vl[-1]:.3f}; "
       f"train NLL at the end {tl[-1]:.3f}")
 
 # %% [markdown] lang="en"
-# On the full text the two curves stay together: each batch is mostly text the model has not fitted yet, so
-# the training loss is itself an honest estimate. On 10,000 characters the training NLL keeps falling while
+# On the full text the two curves stay close: at the end the training loss is about 1.99 nats per character and the
+# validation NLL 2.07. Not because the batches are new to the model: 1,000 steps of 32 windows of 64 characters are
+# 2.05 million characters, about two passes over the million characters of training text, so for the second half of
+# the run the model is scored on text it has already been trained on. The curves stay close because a model of 100,096
+# parameters cannot memorise a million characters in two passes; the gap of about 0.08 nats that opens is what it has
+# memorised. Only the validation NLL, on text the model never trains on, can tell: once the data repeat, the training
+# loss is not an estimate of the held-out loss, even where it happens to be close. On 10,000 characters the training NLL keeps falling while
 # the validation NLL bottoms out early and climbs again: the model is learning that sample, not the language.
 # The cures are the usual ones: more data, a smaller model, dropout or weight decay, or stopping where the
 # validation NLL is lowest. The loop saves a checkpoint at every evaluation, so a run can be stopped and
 # continued (`resume=True`) from any of them.
 
 # %% [markdown] lang="zh"
-# 在完整文本上，两条曲线始终贴在一起：每个批次大多是模型还没拟合过的文本，所以训练损失本身就是一个诚实的估计。
+# 在完整文本上，两条曲线靠得很近：最后训练损失约为每字符 1.99 奈特，验证集 NLL 为 2.07。这并不是因为每个批次对模型来说都是新的：
+# 1000 步、每步 32 个长 64 字符的窗口，一共 205 万个字符，大约把 100 万字符的训练文本过了两遍，所以训练的后一半，
+# 模型是在它已经训练过的文本上计算损失。两条曲线靠得近，是因为一个 100,096 个参数的模型，过两遍记不住一百万个字符；
+# 两者之间拉开的约 0.08 奈特，就是它记住的部分。只有在模型从不训练的文本上算出的验证集 NLL 才能说明这一点：
+# 数据一重复，训练损失就不再是留出损失的估计，即使两者碰巧很接近。
 # 只有 10000 个字符时，训练 NLL 一路下降，验证 NLL 却很早就触底回升：模型学到的是这份样本，而不是语言本身。
 # 对策也是老办法：更多数据、更小的模型、dropout 或权重衰减，或者在验证 NLL 最低的地方停下来。
 # 训练循环在每次评估时都会保存检查点，所以训练可以随时停下，再从任何一个检查点继续（`resume=True`）。
@@ -255,8 +271,12 @@ print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the en
 #   $\sum_{i \in S} p_i \ge p$;
 # - **min-p**: keep the tokens with $p_i \ge p_{\min} \cdot \max_j p_j$.
 #
-# The filters set the removed logits to $-\infty$, and the softmax renormalises what is left. Here is one
-# context and what each setting does to its next-character distribution (`rt.build_processors` returns the
+# The filters set the removed logits to $-\infty$, and the softmax renormalises what is left. Top-p and nucleus sampling
+# are one method with two names (the essay lists them as two). The whole loop:
+#
+# ![Generation: the context goes through the model to logits, the processors in their fixed order, a softmax and one draw; the drawn token is appended and the loop repeats](../img/generation-loop.svg)
+#
+# Here is one context and what each setting does to its next-character distribution (`rt.build_processors` returns the
 # processors in their fixed order; each takes the logits and the context):
 
 # %% [markdown] lang="zh"
@@ -271,8 +291,12 @@ print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the en
 # - **top-p**（核采样，Holtzman 等，2019）：保留累计概率 $\sum_{i \in S} p_i \ge p$ 的最小高概率集合 $S$；
 # - **min-p**：保留满足 $p_i \ge p_{\min} \cdot \max_j p_j$ 的词元。
 #
-# 过滤器把被删掉的 logits 设为 $-\infty$，再由 softmax 对剩下的重新归一化。下面取一个上下文，看每种设置如何改变
-# 它的下一个字符分布（`rt.build_processors` 按固定顺序返回处理器，每个处理器接收 logits 和上下文）：
+# 过滤器把被删掉的 logits 设为 $-\infty$，再由 softmax 对剩下的重新归一化。top-p 采样和核采样是同一种方法的两个名字
+# （原文把它们并列成两种）。整个循环如下：
+#
+# ![生成：上下文经过模型得到 logits，按固定顺序经过各个处理器，再做 softmax 并抽取一个词元；抽到的词元接到末尾，循环往复](../img/generation-loop.svg)
+#
+# 下面取一个上下文，看每种设置如何改变它的下一个字符分布（`rt.build_processors` 按固定顺序返回处理器，每个处理器接收 logits 和上下文）：
 
 # %%
 context = "KING RICHARD III:\nWhat is the "
@@ -379,19 +403,167 @@ print(f"with cache {timings[True]:.2f} s | recomputing {timings[False]:.2f} s | 
 # 两种方式都从窗口的后一半重新开始，所以它们所依据的上下文始终完全一致。）
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§6) says training is maximum likelihood, bringing the model's conditional probabilities close to "the true
+# distribution", and generation samples from what was learned, "by nucleus sampling, top-p sampling or greedy search"
+# (C12). The [sampling](../experiments/sampling/report.md) and [calibration](../experiments/calibration/report.md)
+# experiments (the earlier protocol, one set of five seeds) confirm the sampling and qualify the training:
+#
+# - **Generation draws from the learned distribution, and temperature 1 is the one maximum likelihood fitted.** On a
+#   source whose distribution is known, the draws match the processed distribution: a statistic of
+#   [0.9878](../experiments/sampling/report.md "report.json: checks/name=sampler_chi2/value") against the 99% bound of
+#   [3.02](../experiments/sampling/report.md "report.json: checks/name=sampler_chi2/threshold"). Under the model,
+#   temperature 1's continuations are closer to real text than any other strategy's, by
+#   [0.1312](../experiments/sampling/report.md "report.json: checks/name=temperature_one_closest/value") nats.
+# - **Maximum likelihood does not make the probabilities calibrated.** On an order-2 Markov source the best-trained
+#   Transformer's top-1 ECE is
+#   [3.044](../experiments/calibration/report.md "report.json: checks/name=ece_transformer/value") times the noise floor,
+#   where the criterion allows 2: it is over-confident. A temperature fitted on validation data is
+#   [1.017](../experiments/calibration/report.md "report.json: numbers/transformer.temperature/mean") on average and leaves
+#   the ECE at [2.722](../experiments/calibration/report.md "report.json: numbers/transformer.ratio_scaled/mean") noise
+#   floors: not a one-number fix. The MLP's [2.903](../experiments/calibration/report.md "report.json: checks/name=ece_mlp/value")
+#   is undecided, the bigram's [1.748](../experiments/calibration/report.md "report.json: checks/name=ece_bigram/value")
+#   within the criterion. So C12 holds in part.
+# - **Top-p and nucleus sampling are one method.** The essay lists them as two; they are two names of the method that
+#   keeps the smallest set of most probable tokens whose mass reaches $p$, and the experiment checks exactly that: the
+#   least mass kept by top-p with $p = 0.9$ at any step is
+#   [0.9000](../experiments/sampling/report.md "report.json: checks/name=top_p_mass/value") ([the claims](../claims.md), S1).
+# - **The target is not the true distribution.** The essay calls the one-hot target, probability 1 on the token that came,
+#   the true distribution. The decomposition at the top of this chapter says what training does instead: averaged over
+#   the data, cross-entropy against one-hot targets is minimised by the true $p(\cdot \mid \text{context})$, which spreads
+#   over many tokens; a model that always answered one-hot would be over-confident ([the claims](../claims.md), S3).
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§6）说：训练就是最大似然，让模型的条件概率尽量接近“真实分布”；生成则是从学到的分布中采样，“如核采样、top-p 采样”
+# 或贪心搜索（C12）。[采样实验](../experiments/sampling/report.md)和[校准实验](../experiments/calibration/report.md)
+# （之前的规程，一组五个种子）证实了采样这一半，对训练那一半作了限定：
+#
+# - **生成确实是从学到的分布中抽取，温度 1 正是最大似然拟合出来的那个分布。** 在分布已知的信源上，抽样结果与处理后的分布相符：
+#   统计量为 [0.9878](../experiments/sampling/report.md "report.json: checks/name=sampler_chi2/value")，99% 的界限是
+#   [3.02](../experiments/sampling/report.md "report.json: checks/name=sampler_chi2/threshold")。按模型来算，温度 1 的续写
+#   比其他任何策略都更接近真实文本，差距为
+#   [0.1312](../experiments/sampling/report.md "report.json: checks/name=temperature_one_closest/value") 奈特。
+# - **最大似然并不保证概率是校准的。** 在一个二阶马尔可夫信源上，训练得最好的 Transformer 的 top-1 ECE 是噪声底的
+#   [3.044](../experiments/calibration/report.md "report.json: checks/name=ece_transformer/value") 倍，而判据只允许 2 倍：
+#   它过度自信。在验证数据上拟合的温度平均为
+#   [1.017](../experiments/calibration/report.md "report.json: numbers/transformer.temperature/mean")，缩放之后 ECE 仍是噪声底的
+#   [2.722](../experiments/calibration/report.md "report.json: numbers/transformer.ratio_scaled/mean") 倍：一个数修正不了。
+#   MLP 的 [2.903](../experiments/calibration/report.md "report.json: checks/name=ece_mlp/value") 无定论，二元语法的
+#   [1.748](../experiments/calibration/report.md "report.json: checks/name=ece_bigram/value") 在判据之内。所以 C12 部分成立。
+# - **top-p 采样和核采样是同一种方法。** 原文把它们并列成两种；其实这是同一种方法的两个名字：保留累计概率达到 $p$ 的
+#   最小高概率词元集合。实验检查的正是这一点：$p = 0.9$ 时，每一步 top-p 保留的概率质量最少是
+#   [0.9000](../experiments/sampling/report.md "report.json: checks/name=top_p_mass/value")（见[论点](../claims.md)页的原文辨析 S1）。
+# - **目标不是真实分布。** 原文把独热目标——实际出现的词元概率为 1——称为真实分布。本章开头的分解说明了训练实际上在做什么：
+#   在整份数据上取平均，对独热目标的交叉熵由真实的 $p(\cdot \mid \text{上下文})$ 取到最小，而它分散在许多词元上；
+#   一个总是给出独热分布的模型只会过度自信（见[论点](../claims.md)页的原文辨析 S3）。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - Training is maximum likelihood: minimise the mean NLL per token, the cross-entropy of the next token, with one loop
+#   for every rung (warm-up and cosine decay, clipping, weight decay, periodic validation and checkpoints).
+# - On unseen text the expected loss is $H(p) + \mathrm{KL}(p \,\|\, P_\theta)$: training can only shrink the divergence,
+#   and only the validation NLL measures it; with too little data the model memorises and the validation NLL turns up.
+# - Generation repeats one step: logits, processors in a fixed order (repetition penalty, temperature, top-k, top-p,
+#   min-p), softmax, one draw, append. Temperature 0 is greedy, and greedy text loops.
+# - The KV cache keeps past keys and values so each step computes one query row: the same tokens, less work.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 训练就是最大似然：最小化每个词元的平均 NLL，也就是下一个词元的交叉熵；阶梯上每一级都用同一个循环
+#   （预热加余弦衰减、梯度裁剪、权重衰减、定期验证和保存检查点）。
+# - 在没见过的文本上，期望损失是 $H(p) + \mathrm{KL}(p \,\|\, P_\theta)$：训练只能缩小散度那一项，而只有验证集 NLL 能量出它；
+#   数据太少时，模型会死记硬背，验证集 NLL 随之回升。
+# - 生成就是重复同一步：logits，按固定顺序经过各个处理器（重复惩罚、温度、top-k、top-p、min-p），softmax，抽一个，接到末尾。
+#   温度 0 就是贪心解码，而贪心解码的文本会陷入循环。
+# - KV 缓存保存过去的键和值，每一步只算一行查询：生成的词元不变，计算量少了。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Train the full run with `dropout=0.2` in the config, or for 3,000 steps instead of 1,000, and compare the
-#    final validation NLL and the samples at temperature 1.
-# 2. Give the 10,000-character run `weight_decay=1.0` (an argument of `run`) or `dropout=0.3` (of the config): does the validation NLL still turn
-#    back up, and when?
-# 3. Pick a context where the model is very sure (for example after `"KING RICHARD II"`) and one where it is
-#    not (after a space), and count how many characters top-p 0.9 keeps in each.
+# 1. **Run and observe.** Pick a context where the model is very sure (after `"KING RICHARD II"`) and contexts where it is
+#    not (after `"the "`, or the chapter's `"What is the "`), and count how many characters top-p 0.9 keeps in each.
+#
+#    <details><summary>Answer</summary>
+#
+#    After `"KING RICHARD II"` the model gives 0.81 to `I` and top-p 0.9 keeps 2 characters; after
+#    `"First Citizen:\nWe are accounted poor"` it gives 0.74 to a space and keeps 5. After `"the "` the largest probability is
+#    0.11 and it keeps 18; after `"What is the "`, 19. Top-k would keep the same number in every context; top-p adapts the
+#    cut to how sure the model is.
+#
+#    </details>
+#
+# 2. **Change and predict.** Give the 10,000-character run `weight_decay=1.0` (an argument of `run`), then instead
+#    `dropout=0.3` (in the model's config). Predict: does the validation NLL still turn back up, and when?
+#
+#    <details><summary>Answer</summary>
+#
+#    It still turns up in both, but later or less. Without either, the validation NLL is lowest at step 50 (2.884) and ends
+#    at 3.040. With weight decay 1.0 the lowest point moves to step 200 and is lower (2.808), and the end is 2.879; the
+#    training NLL ends at 1.92 instead of 1.86. With dropout 0.3 the lowest point stays at step 50 (2.892) but the climb is
+#    slower, ending at 2.950. Regularisation slows the memorising; on 10,000 characters it cannot stop it. More data is the
+#    only cure that removes the cause.
+#
+#    </details>
+#
+# 3. **Derive.** For distributions $p$ and $q$ over the same tokens, show that
+#    $\mathbb E_{x \sim p}[-\log q(x)] = H(p) + \mathrm{KL}(p \,\|\, q)$, that $\mathrm{KL}(p \,\|\, q) \ge 0$ with equality only
+#    when $q = p$, and find two distributions on two tokens for which $\mathrm{KL}(p \,\|\, q) \ne \mathrm{KL}(q \,\|\, p)$.
+#
+#    <details><summary>Answer</summary>
+#
+#    $-\log q(x) = -\log p(x) + \log\frac{p(x)}{q(x)}$; take the expectation under $p$: $H(p) + \sum_x p(x)\log\frac{p(x)}{q(x)}$,
+#    and the second term is $\mathrm{KL}(p \,\|\, q)$. Since $\log$ is concave, Jensen's inequality gives
+#    $-\mathrm{KL}(p \,\|\, q) = \sum_x p(x)\log\frac{q(x)}{p(x)} \le \log\sum_x q(x) \le 0$, with equality only if $q/p$ is
+#    constant where $p > 0$, that is $q = p$. So the expected loss is smallest at $q = p$, which is why maximum likelihood
+#    aims at the true distribution. With $p = (\tfrac12, \tfrac12)$ and $q = (\tfrac9{10}, \tfrac1{10})$:
+#    $\mathrm{KL}(p \,\|\, q) = \tfrac12\log\tfrac{5}{9} + \tfrac12\log 5 \approx 0.511$ and
+#    $\mathrm{KL}(q \,\|\, p) = \tfrac9{10}\log\tfrac95 + \tfrac1{10}\log\tfrac15 \approx 0.368$ nats: not symmetric, so not a
+#    distance.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 在配置里设置 `dropout=0.2`，或者把完整训练从 1000 步改为 3000 步，比较最终的验证 NLL 和温度 1 下的样本。
-# 2. 给只有 10000 个字符的那次训练加上 `weight_decay=1.0`（`run` 的参数）或 `dropout=0.3`（模型配置里）：验证 NLL 还会回升吗？什么时候回升？
-# 3. 找一个模型很有把握的上下文（例如 `"KING RICHARD II"` 之后）和一个没有把握的上下文（空格之后），
-#    数一数 top-p 0.9 在两种情况下各保留了多少个字符。
+# 1. **运行并观察。** 找一个模型很有把握的上下文（`"KING RICHARD II"` 之后）和没有把握的上下文（`"the "` 之后，或者本章用的
+#    `"What is the "` 之后），数一数 top-p 0.9 在每种情况下保留了多少个字符。
+#
+#    <details><summary>答案</summary>
+#
+#    在 `"KING RICHARD II"` 之后，模型给 `I` 的概率是 0.81，top-p 0.9 只保留 2 个字符；在
+#    `"First Citizen:\nWe are accounted poor"` 之后，它给空格 0.74，保留 5 个。在 `"the "` 之后，最大的概率只有 0.11，
+#    保留了 18 个；在 `"What is the "` 之后是 19 个。top-k 在任何上下文里都保留同样多的字符；top-p 则按模型的把握程度调整截断的位置。
+#
+#    </details>
+#
+# 2. **修改并预测。** 给只有 10000 个字符的那次训练加上 `weight_decay=1.0`（`run` 的参数），或者改为 `dropout=0.3`
+#    （模型配置里）。先预测：验证集 NLL 还会回升吗？什么时候回升？
+#
+#    <details><summary>答案</summary>
+#
+#    两种情况下都还会回升，只是更晚或更慢。什么都不加时，验证集 NLL 在第 50 步最低（2.884），最后是 3.040。
+#    加上权重衰减 1.0，最低点推迟到第 200 步，也更低（2.808），最后是 2.879；训练 NLL 最后是 1.92，而不是 1.86。
+#    加上 dropout 0.3，最低点仍在第 50 步（2.892），但回升得慢一些，最后是 2.950。正则化能延缓死记硬背，
+#    但在 10000 个字符上阻止不了。只有更多的数据才能去掉病因。
+#
+#    </details>
+#
+# 3. **推导。** 设 $p$ 和 $q$ 是同一组词元上的分布，证明 $\mathbb E_{x \sim p}[-\log q(x)] = H(p) + \mathrm{KL}(p \,\|\, q)$，
+#    证明 $\mathrm{KL}(p \,\|\, q) \ge 0$，且只有 $q = p$ 时取等号；再在两个词元上找两个分布，使
+#    $\mathrm{KL}(p \,\|\, q) \ne \mathrm{KL}(q \,\|\, p)$。
+#
+#    <details><summary>答案</summary>
+#
+#    $-\log q(x) = -\log p(x) + \log\frac{p(x)}{q(x)}$，在 $p$ 下取期望得 $H(p) + \sum_x p(x)\log\frac{p(x)}{q(x)}$，第二项就是
+#    $\mathrm{KL}(p \,\|\, q)$。$\log$ 是凹函数，由詹森不等式，
+#    $-\mathrm{KL}(p \,\|\, q) = \sum_x p(x)\log\frac{q(x)}{p(x)} \le \log\sum_x q(x) \le 0$，只有在 $p > 0$ 处 $q/p$ 为常数，
+#    即 $q = p$ 时取等号。所以期望损失在 $q = p$ 处最小，这正是最大似然瞄准真实分布的原因。取 $p = (\tfrac12, \tfrac12)$、
+#    $q = (\tfrac9{10}, \tfrac1{10})$：$\mathrm{KL}(p \,\|\, q) = \tfrac12\log\tfrac{5}{9} + \tfrac12\log 5 \approx 0.511$，
+#    $\mathrm{KL}(q \,\|\, p) = \tfrac9{10}\log\tfrac95 + \tfrac1{10}\log\tfrac15 \approx 0.368$ 奈特：不对称，所以不是距离。
+#
+#    </details>
