@@ -29,6 +29,8 @@
 # computes its weights explicitly and hands them over; outside it, the fused kernel runs and no weights are
 # kept. `maps.decoder[l]` is layer $l$'s causal self-attention, shape (B, H, T, S); an encoder's are in
 # `maps.encoder`, cross-attention in `maps.cross`.
+#
+# ![One row of one head: the query 'it' and its weights over the positions of the sentence, drawn as arcs](../img/attention-row.svg)
 
 # %% [markdown] lang="zh"
 # 在每个注意力层里，查询位置 $t$ 以如下权重读取各个值向量：
@@ -43,6 +45,8 @@
 # `rt.record_attention(model)` 开启一次记录：记录期间，模型的每个注意力层都显式地算出权重并交出来；
 # 不记录时走融合算子，不保留任何权重。`maps.decoder[l]` 是层 $l$（从 0 计数）的因果自注意力，形状为 (B, H, T, S)；
 # 编码器的在 `maps.encoder` 里，交叉注意力在 `maps.cross` 里。
+#
+# ![一个头的一行：查询 it 在句子各个位置上的权重，画成弧线](../img/attention-row.svg)
 
 # %%
 
@@ -342,23 +346,186 @@ for name, r in readings.items():
 # 完整的解读和探索器见 [docs/attention.md](../attention.md)。
 
 # %% [markdown] lang="en"
+# ## Measured against the essay
+#
+# The essay (§6, with its example in §4.1) calls attention maps a window into what a trained model has learned: they
+# "often reveal" the syntax, semantics or coreference it has caught, and in its sentence 'it' should weigh 'animal' above
+# 'street' (C13). The [coreference experiment](../experiments/coreference/report.md), on the pretrained encoder of this
+# chapter and 32 Winograd pairs fixed in advance, does not find that window:
+#
+# - **The essay's sentence looks like a window, and is a flattering example.** Averaged over the 72 heads, 'it' puts
+#   [0.0716](../experiments/coreference/report.md "report.json: numbers/tired.animal.mean") on 'animal' and
+#   [0.0463](../experiments/coreference/report.md "report.json: numbers/tired.street.mean") on 'street'; layer 3's head 1 (from 0) puts
+#   [0.6768](../experiments/coreference/report.md "report.json: numbers/tired.animal.weights/3/1") on 'animal'. With 'wide',
+#   where 'it' is the street, 'animal' still leads on average,
+#   [0.0601](../experiments/coreference/report.md "report.json: numbers/wide.animal.mean") against
+#   [0.0507](../experiments/coreference/report.md "report.json: numbers/wide.street.mean").
+# - **Over the pairs the weights do not follow the referent (C13 does not hold).** Averaged over heads, the weight picks the
+#   referent in a share [0.484](../experiments/coreference/report.md "report.json: checks/name=pick_mean/value") of the 64
+#   texts and flips with it in none of the 32 pairs; the head chosen on the other half of the pairs picks it in
+#   [0.516](../experiments/coreference/report.md "report.json: checks/name=pick_head/value") and flips with it in 2 pairs.
+#   Chance is a half, and a reading blind to the switching word flips in none.
+# - **This says what this encoder's attention shows, not that attention can never be a window.** MiniLM was trained for
+#   sentence similarity and has no shown competence at resolving pronouns: if it does not resolve 'it', a faithful window
+#   shows exactly this null. The test needs a positive control, a model known to have learned a referent. The project has
+#   built one (`redthread.experiments.referent`: a small Transformer trained on a synthetic language where the target at
+#   the pronoun is a property of its referent), but it has no full-run report yet. In its first run, recorded in the
+#   project's history (commit c7e88e5) and not yet replicated, the model resolved the referent, and the head chosen on
+#   held-out items still favoured the referent in only about half of them. Until its report is in, the honest summary is:
+#   no window found, in a model that cannot resolve the pronoun, and none yet in one that can.
+
+# %% [markdown] lang="zh"
+# ## 实测与原文
+#
+# 原文（§6，例句在 §4.1）说，注意力图是观察训练好的模型学到了什么的窗口：它“常常能揭示”模型捕捉到的语法、语义或指代关系；
+# 在它的例句中，it 给 animal 的权重应当高于 street（C13）。[指代实验](../experiments/coreference/report.md)在本章的预训练编码器上、
+# 用事先固定的 32 个 Winograd 句对检验，没有找到这扇窗：
+#
+# - **原文的例句看起来像一扇窗，可它是个讨巧的例子。** 对 72 个头取平均，it 放在 animal 上的权重是
+#   [0.0716](../experiments/coreference/report.md "report.json: numbers/tired.animal.mean")，放在 street 上的是
+#   [0.0463](../experiments/coreference/report.md "report.json: numbers/tired.street.mean")；层 3·头 1（从 0 计数）在 animal 上放了
+#   [0.6768](../experiments/coreference/report.md "report.json: numbers/tired.animal.weights/3/1")。换成 wide，it 指的是 street，
+#   平均而言 animal 却仍然领先：[0.0601](../experiments/coreference/report.md "report.json: numbers/wide.animal.mean") 对
+#   [0.0507](../experiments/coreference/report.md "report.json: numbers/wide.street.mean")。
+# - **在所有句对上，权重并不追随指代对象（C13 不成立）。** 对各头取平均，权重在 64 句中选对指代对象的比例是
+#   [0.484](../experiments/coreference/report.md "report.json: checks/name=pick_mean/value")，32 对中没有一对随指代对象翻转；
+#   在另一半句对上选出的头，选对的比例是 [0.516](../experiments/coreference/report.md "report.json: checks/name=pick_head/value")，
+#   随指代对象翻转的只有 2 对。随机水平是一半，而对切换词视而不见的读法一对也不会翻转。
+# - **这说明的是这个编码器的注意力，而不是注意力永远不可能是一扇窗。** MiniLM 是为句子相似度训练的，没有表现出消解代词的能力：
+#   如果它本来就没有消解 it，一扇忠实的窗看到的正是这样的空结果。要检验这个论点，需要一个阳性对照：一个确知已经学会指代的模型。
+#   本项目已经搭好了这样的对照（`redthread.experiments.referent`：在一种合成语言上训练的小 Transformer，代词处的目标是其指代对象的一个属性），
+#   但它还没有完整运行的报告。它的第一次运行记录在项目历史里（提交 c7e88e5），尚未复现：模型消解了指代，而在留出样本上选出的头，
+#   仍然只在大约一半的样本上偏向指代对象。在它的报告出来之前，诚实的结论是：在不会消解代词的模型里没有找到这扇窗；
+#   在会消解代词的模型里，目前也还没有找到。
+
+# %% [markdown] lang="en"
+# ## Summary
+#
+# - Each row of a head's attention map is a conditional distribution over positions: where one position reads from, in one
+#   layer. `rt.record_attention` records the maps; outside it the fused kernel runs and keeps nothing.
+# - Measured over many windows, heads of a small character model do different jobs: layer 0 (from 0) averages, layer 1
+#   attends sharply, one head to the start of the line.
+# - On the essay's sentence a pretrained encoder's heads look convincing; over 32 Winograd pairs neither the mean over
+#   heads nor the best held-out head follows the referent: the weights follow where the nouns stand.
+# - An attention weight is not an explanation: after the first layer positions are mixtures, much weight is parked on
+#   `[CLS]`, and decisions can be made elsewhere. Whether maps reveal coreference is a hypothesis to test model by model.
+
+# %% [markdown] lang="zh"
+# ## 小结
+#
+# - 一个头的注意力图的每一行，都是位置上的一个条件分布：某一层里某个位置从哪里读取信息。`rt.record_attention` 记录这些图；
+#   不记录时走融合算子，什么也不保留。
+# - 在许多窗口上度量，小字符模型的各个头分工不同：层 0（从 0 计数）做平均，层 1 的注意力很尖锐，其中一个头盯着行首。
+# - 在原文的例句上，预训练编码器的头看起来很有说服力；但在 32 个 Winograd 句对上，无论对各头取平均，还是在留出句对上选出的最好的头，
+#   都不追随指代对象：权重跟随的是名词所在的位置。
+# - 注意力权重不是解释：过了层 0，各个位置都已是混合，大量权重停放在 `[CLS]` 上，决定也可能在别处做出。
+#   注意力图能否揭示指代关系，是一个需要逐个模型去检验的假设。
+
+# %% [markdown] lang="en"
 # ## Try this
 #
-# 1. Draw head 3.1 and head 5.11 on the trophy / suitcase pair (`PAIRS[1].texts`) with `plot_head`. Which
-#    candidate does each favour, and does that change between 'big' and 'small'?
-# 2. Train the character model for 3,000 steps instead of 600, or with `n_layer=4`, and measure the head
-#    table again. Do more heads become sharp? Does a head appear that reads mostly the previous character?
-# 3. Open the same maps in the interactive explorer:
+# 1. **Run and observe.** Measure heads 3.1 and 5.11 on the trophy / suitcase pair (`PAIRS[1].texts`), e.g. with
+#    `rank_heads(minilm, text, source="it", targets=["trophy", "suitcase"])`, and draw them with `plot_head`. Which candidate
+#    does each favour, and does that change between 'big' and 'small'?
+#
+#    <details><summary>Answer</summary>
+#
+#    Both favour 'trophy' in both texts. Head 3.1 puts 0.51 on 'trophy' and 0.33 on 'suitcase' with 'big' (where 'it' is the
+#    trophy), and 0.56 against 0.26 with 'small' (where 'it' is the suitcase): more on the wrong candidate when the referent
+#    switches. Head 5.11 gives 'trophy' about 0.37 in both. The word that decides the referent changes nothing these heads
+#    do: what they track is the first noun, the subject, not the referent.
+#
+#    </details>
+#
+# 2. **Change and predict.** Swap the nouns: `"The street didn't cross the animal because it was too tired."`. If head 3.1
+#    followed the meaning it would stay on 'animal'; if it followed the sentence's structure it would move to 'street'.
+#    Predict, then measure both heads.
+#
+#    <details><summary>Answer</summary>
+#
+#    Head 3.1 moves to the subject: 0.52 on 'street', 0.26 on 'animal' (with 'wide': 0.44 against 0.16). Head 5.11 stays with
+#    the word 'animal' wherever it stands: 0.55 (0.48 with 'wide') against 0.04 on 'street'. Neither follows what 'it' refers
+#    to: one follows a position in the sentence, the other a word. In the essay's original order both happen to land on
+#    'animal', which is why that one sentence looked like a window.
+#
+#    </details>
+#
+# 3. **Derive.** A pair has two texts with different referents, the first candidate in text 1 and the second in text 2.
+#    Suppose a head's favourite in each text is the first candidate with probability $p$, independently of the text. Show
+#    that the probability that it favours the referent in both texts is $p(1 - p) \le \tfrac14$, and that a head blind to the
+#    switching word (the same favourite in both texts) is right in exactly one text of each pair.
+#
+#    <details><summary>Answer</summary>
+#
+#    Right in text 1 means favouring the first candidate, probability $p$; right in text 2 means favouring the second,
+#    probability $1 - p$; independence gives $p(1 - p)$. As a function of $p$ it is largest where its derivative $1 - 2p$ is
+#    0, at $p = \tfrac12$, where it equals $\tfrac14$. A blind head picks one candidate for both texts, and exactly one of the
+#    two texts has that candidate as its referent: one right, one wrong, a share of a half and no flip. These are the
+#    thresholds of the coreference experiment: a share above $\tfrac12$ and flips in more than a quarter of the pairs.
+#
+#    </details>
+#
+# 4. **Run and observe.** Open the same maps in the interactive explorer:
 #    `redthread attention --pretrained minilm --text "The animal didn't cross the street because it was too tired." --out page.html`,
-#    then hover 'it' and click through the layers.
+#    then hover 'it' and click through the layers and heads.
+#
+#    <details><summary>Answer</summary>
+#
+#    The page shows one layer and head at a time, a line from each token to each key it weighs, thicker for more weight.
+#    Pin 'it' and go to layer 3, head 1: 68% of its weight goes to 'animal', the 0.6768 of the report. Then look at the
+#    other heads of the same layer and at layer 0: many heads park a large share of their weight on `[CLS]`, as the table
+#    above showed, and the neuron view below shows the $q \cdot k$ of each pair behind the weights. [docs/attention.md](../attention.md)
+#    walks through the same page.
+#
+#    </details>
 
 # %% [markdown] lang="zh"
 # ## 试一试
 #
-# 1. 用 `plot_head` 画出头 3.1 和头 5.11 在奖杯/箱子那一对句子（`PAIRS[1].texts`）上的注意力。它们各自偏向哪个候选词？
-#    在 “big” 和 “small” 之间有变化吗？
-# 2. 把字符模型的训练从 600 步改为 3000 步，或者设 `n_layer=4`，再测一遍那张头的统计表。尖锐的头变多了吗？
-#    有没有出现一个主要读取前一个字符的头？
-# 3. 在探索器里打开同样的注意力图：
+# 1. **运行并观察。** 测量头 3.1 和头 5.11 在奖杯/箱子那一对句子（`PAIRS[1].texts`）上的权重，例如用
+#    `rank_heads(minilm, text, source="it", targets=["trophy", "suitcase"])`，再用 `plot_head` 画出来。它们各自偏向哪个候选词？
+#    在 big 和 small 之间有变化吗？
+#
+#    <details><summary>答案</summary>
+#
+#    两个头在两句话里都偏向 trophy。头 3.1 在 big 句（it 指奖杯）里给 trophy 0.51、给 suitcase 0.33；在 small 句（it 指箱子）里是
+#    0.56 对 0.26：指代对象换了，它反而在错误的候选词上放了更多权重。头 5.11 在两句里给 trophy 的都是 0.37 左右。
+#    决定指代对象的那个词，对这两个头毫无影响：它们追随的是第一个名词，也就是主语，而不是指代对象。
+#
+#    </details>
+#
+# 2. **修改并预测。** 把两个名词对调：`"The street didn't cross the animal because it was too tired."`。如果头 3.1 追随的是语义，
+#    它会停在 animal 上；如果追随的是句子结构，它会移到 street 上。先预测，再测量这两个头。
+#
+#    <details><summary>答案</summary>
+#
+#    头 3.1 移到了主语上：street 0.52，animal 0.26（换成 wide 时是 0.44 对 0.16）。头 5.11 则跟着 animal 这个词走，不管它在哪里：
+#    0.55（wide 时 0.48），street 只有 0.04。两个头都不追随 it 的指代对象：一个追随句中的位置，另一个追随一个词。
+#    在原文的语序里，两者碰巧都落在 animal 上，所以那一句话看起来像一扇窗。
+#
+#    </details>
+#
+# 3. **推导。** 一个句对里的两句话指代对象不同：第 1 句指第一个候选词，第 2 句指第二个。假设某个头在每句话里偏向第一个候选词的概率是
+#    $p$，与是哪句话无关。证明它在两句话里都偏向指代对象的概率是 $p(1 - p) \le \tfrac14$；再证明一个对切换词视而不见的头
+#    （两句话里偏向同一个候选词）在每一对里恰好对一句。
+#
+#    <details><summary>答案</summary>
+#
+#    第 1 句对，意味着偏向第一个候选词，概率为 $p$；第 2 句对，意味着偏向第二个，概率为 $1 - p$；由独立性得 $p(1 - p)$。
+#    作为 $p$ 的函数，它在导数 $1 - 2p$ 为 0 处取最大值，即 $p = \tfrac12$，此时等于 $\tfrac14$。视而不见的头在两句里选同一个候选词，
+#    而两句之中恰好有一句的指代对象是它：一对一错，比例为一半，也不会翻转。这正是指代实验的两条判据：选对的比例高于 $\tfrac12$，
+#    翻转的句对超过四分之一。
+#
+#    </details>
+#
+# 4. **运行并观察。** 在探索器里打开同样的注意力图：
 #    `redthread attention --pretrained minilm --text "The animal didn't cross the street because it was too tired." --out page.html`，
-#    然后把鼠标移到 it 上，逐层点开看看。
+#    然后把鼠标移到 it 上，逐层、逐个头点开看看。
+#
+#    <details><summary>答案</summary>
+#
+#    页面一次显示一层的一个头，从每个词元到它加权的每个键各画一条线，权重越大线越粗。固定 it，转到层 3·头 1（从 0 计数）：
+#    它 68% 的权重给了 animal，也就是报告里的 0.6768。再看同一层的其他头和层 0：许多头都把相当一部分权重停放在 `[CLS]` 上，和上面那张表一致；
+#    下方的神经元视图给出每一对的 $q \cdot k$，权重就是从它们算出来的。[docs/attention.md](../attention.md) 对同一个页面有逐步的讲解。
+#
+#    </details>
