@@ -26,9 +26,7 @@ import pytest
 
 from tests.docs.conftest import DOCS, REPO, build_tour, load
 
-# chapters not yet given their box, summary and exercises (issue 28, item 4, done chapter by chapter): can only shrink
-PENDING = {"10-images.py"}
-CHAPTERS = [c for c in build_tour.chapters(DOCS / "tour") if c.name not in PENDING]
+CHAPTERS = build_tour.chapters(DOCS / "tour")
 IMG = DOCS / "img"
 HEADINGS = {"box": ("## Measured against the essay", "## 实测与原文"), "summary": ("## Summary", "## 小结"),
             "exercises": ("## Try this", "## 试一试")}
@@ -127,7 +125,6 @@ def test_the_exercises_are_of_three_kinds_each_with_its_answer(chapter):
         f"{chapter.name}: the two languages list different exercises"
 
 
-@pytest.mark.skipif(bool(PENDING), reason="not every chapter has its exercises yet")
 def test_the_derivations_the_issue_asks_for_are_set():
     derive = {lang: "".join(item for chapter in CHAPTERS
                             for item in re.split(r"^\d+\. ", cell(chapter, "exercises", lang), flags=re.M)
@@ -153,7 +150,6 @@ def test_every_chapter_shows_a_concept_figure_in_both_languages(chapter):
         assert CJK.search(chinese) and not CJK.search(english), f"{name}: the two versions are not in their languages"
 
 
-@pytest.mark.skipif(bool(PENDING), reason="not every chapter has its figures yet")
 def test_the_tour_draws_the_ladder_the_unrolled_rnn_the_lstm_cell_the_heads_and_the_block():
     shown = {name for chapter in CHAPTERS for _, src in markdown(chapter) for name in FIGURE.findall(src)}
     assert NAMED_FIGURES <= shown, NAMED_FIGURES - shown
