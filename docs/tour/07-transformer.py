@@ -438,7 +438,9 @@ plt.show()
 #   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean"). On the Markov source:
 #   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") against
 #   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean"). What the check measured is
-#   the order a causal mask gives by itself, not a prior of the sinusoids. Learned positions
+#   the order a causal mask gives by itself, not a prior of the sinusoids; the replication run, whose check compares with
+#   the model without positions directly, finds that the sinusoidal result does not replicate (summarised in the READMEs,
+#   its report not yet committed). Learned positions
 #   ([0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")) and rotary ones
 #   ([0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")) do concentrate on
 #   neighbours. The figure of $p_t \cdot p_{64}$ shows a geometry, not what a trained model does with it.
@@ -480,7 +482,7 @@ plt.show()
 #   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean")。在马尔可夫信源上也一样：
 #   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") 对
 #   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean")。这项检查量到的是因果掩码本身带来的顺序，
-#   而不是正弦编码的先验。可学习位置编码（[0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")）
+#   而不是正弦编码的先验；复现运行的检查直接与不加位置编码的模型对照，正弦编码的结果不能复现（概述在 README 里，报告还没有提交）。可学习位置编码（[0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")）
 #   和旋转位置编码（[0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")）确实把注意力集中在邻近位置上。
 #   $p_t \cdot p_{64}$ 那张图画的是一种几何性质，而不是训练好的模型怎样用它。
 # - **各个头确实各有分工，但并不像一个集成。** 在一个有两种已知依赖的信源上，每种依赖都有一个头负责（比未训练的模型高
