@@ -416,7 +416,7 @@ plt.show()
 # 最小二乘就是高斯似然。[回归实验](../experiments/regression/report.md)按复现规程重新跑过一遍（两组种子，每组五个；
 # [第一次完整运行的报告](../../results/run-1/regression/report.md)），结果与原文一致，但有几点限定：
 #
-# - **论点成立，速度和理论一致。** 与真实 $\mathbb E[y \mid x]$ 的平方误差按 $n$ 的
+# - **论点成立，误差下降的速度与理论一致。** 与真实 $\mathbb E[y \mid x]$ 的平方误差按 $n$ 的
 #   [−1.025](../../results/run-1/regression/report.md "report.json: checks/name=slope_above/sets/0/value") 次方下降（另一组种子是
 #   [−1.019](../../results/run-1/regression/report.md "report.json: checks/name=slope_above/sets/1/value") 次方；理论值为 −1）；
 #   最小二乘的闭式解与训练循环最小化高斯似然得到的系数，只差舍入误差。

@@ -389,7 +389,8 @@ plt.show()
 #   [2.0751](../ladder.md) nats per character on held-out text, far below the unigram's [3.3327](../ladder.md) and even below
 #   softmax regression on the previous character, [2.5197](../ladder.md), trained by gradient descent with the same budget
 #   as every learned rung. On the names of this chapter the 4-gram's [2.0577](../ladder.md) is within a tenth of a nat of
-#   the learned rungs (the RNN's [1.9636](../ladder.md)).
+#   the RNN's [1.9636](../ladder.md), and less than two tenths behind the best rung there, the LSTM's
+#   [1.8965](../ladder.md).
 # - **Longer dependence is where counting stops.** The learned rungs that share what they learn across contexts go further
 #   on the plays: the GRU reaches [1.6318](../ladder.md), the fixed-window MLP [1.8161](../ladder.md). The wall of this
 #   chapter, contexts never seen, is the statistical face of the essay's "long-distance dependence".
@@ -405,7 +406,8 @@ plt.show()
 # - **数数能很好地抓住短距离的依赖。** 在莎士比亚剧本上，3 元语法的表在留出文本上达到每字符
 #   [2.0751](../ladder.md) 奈特，远低于一元语法的 [3.3327](../ladder.md)，甚至低于以前一个字符为输入、
 #   用同样预算梯度下降训练的 softmax 回归（[2.5197](../ladder.md)）。在本章的名字数据上，4 元语法的
-#   [2.0577](../ladder.md) 与学出来的各级只差不到十分之一奈特（RNN 是 [1.9636](../ladder.md)）。
+#   [2.0577](../ladder.md) 与 RNN 的 [1.9636](../ladder.md) 只差不到十分之一奈特，离那里最好的 LSTM（[1.8965](../ladder.md)）
+#   也差不到十分之二奈特。
 # - **依赖一长，数数就到头了。** 能在上下文之间共享所学的各级在剧本上走得更远：GRU 达到 [1.6318](../ladder.md)，
 #   固定窗口的 MLP 达到 [1.8161](../ladder.md)。本章撞上的那堵墙——从没见过的上下文——就是原文所说“长距离依赖”在统计上的样子。
 # - **原文自己的例子还没有测。** 它举的 P(爱 | 我) 与 P(恨 | 我) 需要中文语料；导览用的是英文文本，这项测量还有待完成（issue 28）。
