@@ -80,10 +80,10 @@ def test_each_shipped_model_scores_its_recorded_figure_on_the_whole_validation_s
 def test_eval_and_sample_take_a_shipped_name(capsys):
     name = SHIPPED[0]
     _, meta = reference(name)
-    code, out, err = cli("eval", "--checkpoint", name)
+    code, out, err = cli("eval", "--run", name)
     assert code == 0, err
     assert f"val: {meta['val_nll']:.4f} nats/token" in out and f"over {meta['val_tokens']:,} tokens" in out
-    code, out, err = cli("sample", "--checkpoint", name, "--max-new-tokens", "12", "--seed", "0")
+    code, out, err = cli("sample", "--run", name, "--max-new-tokens", "12", "--seed", "0")
     assert code == 0 and out.strip(), err
 
 
@@ -108,7 +108,7 @@ def test_a_name_that_is_neither_a_run_nor_shipped_is_one_line_listing_the_shippe
     with pytest.raises(MissingFile, match=f"no shipped model named 'nope'.*shipped models: {SHIPPED[0]}"):
         rt.pretrained("nope")
     for command in ("sample", "eval"):
-        code, _, err = cli(command, "--checkpoint", typo)
+        code, _, err = cli(command, "--run", typo)
         assert_one_line_error(code, err, "no checkpoint at", f"did you mean {SHIPPED[0]}", *SHIPPED)
     code, _, err = cli("sample", "--checkpoint", "runs/nope")  # a path, not a name: the runs nearby only
     assert_one_line_error(code, err, "no checkpoint at runs/nope")

