@@ -131,3 +131,12 @@ def test_an_onnx_export_of_a_shipped_model_is_written_here_not_into_the_package(
     code, out, err = cli("export", name, "--format", "onnx")
     assert code == 0, err
     assert (tmp_path / f"{name}.onnx").is_file() and not list(MODELS_DIR.glob("*.onnx"))
+
+
+def test_the_attention_viewers_take_a_shipped_transformer_by_name(tmp_path):
+    name = "shakespeare-transformer"
+    code, out, err = cli("attention", "--run", name, "--text", "To be, or not to be", "--out", tmp_path / "a.html")
+    assert code == 0, err
+    assert (tmp_path / "a.html").is_file()
+    view = rt.show_attention(name, "To be, or not to be")  # a name the notebook views look up among the shipped first
+    assert "d_model 128, step 2,300" in view.html
