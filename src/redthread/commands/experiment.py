@@ -35,13 +35,14 @@ def check_out(out: Path, overwrite: bool, resume: bool = False, every: bool = Fa
 
 
 def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:
+    commit = code_commit()  # asked before the run: the checkout may move while it runs
     with one_thread():
         t0 = time.perf_counter()
         report = run_experiment(name, quick=quick, seed=seed, progress=progress)
         seconds = time.perf_counter() - t0
     report.number("seconds", round(seconds, 2))
     report.number("seed", seed)
-    report.number("code_commit", code_commit())  # which code made these numbers (a replication compares two)
+    report.number("code_commit", commit)  # which code made these numbers (a replication compares two)
     report.write(out)
     return report, seconds
 
