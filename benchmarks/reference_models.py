@@ -220,6 +220,7 @@ def run_reference(ref: Reference, out: Path, ship: bool, change: str | None = No
         shutil.rmtree(run_dir)
     say(f"{run_dir.name}: {type(model).__name__} {model.cfg.to_dict()}, {model.num_params():,} parameters; "
         f"{ref.steps} steps, seed {ref.seed}, {ref.train}")
+    commit = code_commit()  # the code it is trained with: taken before training, which may outlast a commit
     cpu, wall = time.process_time(), time.perf_counter()
     result = train(model, data.source, cfg, run_dir=run_dir, tokenizer=data.tokenizer, progress=False, log=say, extra=extra)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -235,7 +236,7 @@ def run_reference(ref: Reference, out: Path, ship: bool, change: str | None = No
         "model": model.cfg.to_dict(), "train": {k: v for k, v in cfg.to_dict().items() if k in ref.train or k == "min_lr"},
         "steps": result.step, "seed": ref.seed, "threads": THREADS, "parameters": sum(p.numel() for p in model.parameters()) or model.num_params(),
         "cpu_seconds": round(cpu, 1), "wall_seconds": round(wall, 1), "command": command_line(ref, change, tag), "why": ref.why,
-        "commit": code_commit(), "torch": torch.__version__,
+        "commit": commit, "torch": torch.__version__,
         "val_nll": final["nll"], "val_bpc": final.get("bpc"), "val_tokens": final["tokens"], "val_nll_fp32": fp32["nll"],
         "check": {**CHECK, "nll": check["nll"], "tokens": check["tokens"]},
         "storage": "float32 counts" if hasattr(model, "count") else "float16",
