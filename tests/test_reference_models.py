@@ -140,3 +140,23 @@ def test_the_attention_viewers_take_a_shipped_transformer_by_name(tmp_path):
     assert (tmp_path / "a.html").is_file()
     view = rt.show_attention(name, "To be, or not to be")  # a name the notebook views look up among the shipped first
     assert "d_model 128, step 2,300" in view.html
+
+
+@pytest.mark.slow  # runs the training script in a child process
+def test_the_script_trains_a_row_and_records_its_metadata(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "REDTHREAD_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    script = [sys.executable, str(ROOT / "benchmarks" / "reference_models.py")]
+    listed = subprocess.run([*script, "--list"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert listed.returncode == 0 and all(name in listed.stdout for name in SHIPPED), listed.stderr[-2000:]
+    run = subprocess.run([*script, "--only", "names-bigram", "--try", '{"steps": 20}', "--tag", "smoke", "--out", str(tmp_path)],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    meta = json.loads((tmp_path / "names-bigram-smoke" / "reference.json").read_text(encoding="utf-8"))
+    assert meta["steps"] == 20 and meta["cpu_seconds"] > 0 and "--tag smoke" in meta["command"]
+    ckpt = rt.read_checkpoint(tmp_path / "names-bigram-smoke" / "shipped")
+    assert ckpt.extra["reference"]["check"] == meta["check"] and not list(MODELS_DIR.glob("*smoke*"))
