@@ -23,10 +23,13 @@ slow one.
     PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --list
     PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --only names-lstm \
         --try '{"model": {"dropout": 0.1}, "steps": 8000}' --tag drop01     # explore; nothing shipped
+    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --only names-lstm \
+        --ship-from runs/reference/names-lstm-drop01      # ship it, once the row says what it tried
     PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reference_models.py --tune-ngram
+    PYTHONPATH=src .venv/bin/python benchmarks/reference_models.py --table    # docs/benchmarks.md's tables
 
-Run folders go to --out (default runs/reference/NAME); --ship also copies each trained model into
-the package and rewrites the table of docs/benchmarks.md's section from the metadata (--table).
+Run folders go to --out (default runs/reference/NAME, NAME-TAG for --try); --ship also copies each
+trained model into the package. Every row together takes about an hour of one CPU thread.
 """
 
 from __future__ import annotations
