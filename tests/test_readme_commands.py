@@ -87,6 +87,31 @@ def test_both_readmes_show_the_same_commands_and_mark_what_does_not_run():
         assert not any(re.fullmatch(r"\[.*|.*\]|\||FILE|DIR|N", word) for word in argv), argv
 
 
+# where a command writes when the README gives it no --out (the commands' own defaults)
+DEFAULT_OUT = {"attention": "attention.html", "ladder": "runs/ladder", "demo": "runs/demo"}
+
+
+def written(argv: list[str]) -> list[str]:
+    """The files and folders a README command writes: its --out (or its default) and its --figure."""
+    sub = argv[1] if len(argv) > 1 and Path(argv[0]).name == "redthread" else ""
+    out = [argv[argv.index(flag) + 1] for flag in ("--out", "--figure") if flag in argv]
+    if "--out" not in argv and sub in DEFAULT_OUT:
+        out.append(DEFAULT_OUT[sub])
+    return out
+
+
+def test_no_readme_command_writes_where_an_earlier_one_did():
+    """Run in order, a second command writing the same path without --overwrite is refused (a3f7116's CI:
+    two attention commands both wrote attention.html)."""
+    for name in READMES:
+        seen: dict[str, str] = {}
+        for argv in commands(name):
+            for path in written(argv):
+                assert path not in seen or "--overwrite" in argv, \
+                    f"{name}: {shlex.join(argv)} writes {path}, which {seen[path]} wrote before it"
+                seen[path] = shlex.join(argv)
+
+
 def program(argv: list[str]) -> list[str]:
     """argv with its program taken from this environment (`redthread`, `.venv/bin/redthread`, ...)."""
     head = Path(argv[0]).name
