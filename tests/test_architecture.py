@@ -5,7 +5,7 @@ another package of its own band. Every import counts, the ones inside functions 
 | band | packages            | what sits there                                                           |
 |------|---------------------|---------------------------------------------------------------------------|
 | 0    | errors, words       | RedthreadError and its kinds; plurals and articles for messages           |
-| 1    | files, fonts, plotting | atomic writes, output-path and disk checks; a CJK font for figures; pyplot drawing to files or inline |
+| 1    | files, fonts, plotting, language | atomic writes, output-path and disk checks; a CJK font for figures; pyplot drawing to files or inline; the language chosen (English or Chinese) and the glossary's terms |
 | 2    | layers, data        | attention, blocks, caches; corpora, tokenizers, data sets, image files    |
 | 3    | models              | one file per rung: built from layers, fed data's types                    |
 | 4    | train, generate,    | the likelihoods, the one loop, checkpoints; the sampler; Hugging Face     |
@@ -38,7 +38,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "redthread"
 
 BANDS = [
     ("errors", "words"),
-    ("files", "fonts", "plotting"),
+    ("files", "fonts", "plotting", "language"),
     ("layers", "data"),
     ("models",),
     ("train", "generate", "interop"),

@@ -6,6 +6,7 @@ distribution from finite data by maximum likelihood, and predicts or generates w
     model = rt.TransformerLM(cfg)                       # model(idx) -> logits (B, T, V)
     out = rt.generate(model, idx, max_new_tokens=100, top_p=0.9, seed=0)
     model, tok = rt.pretrained("shakespeare-transformer")   # a reference model shipped with redthread
+    rt.set_language("zh")                               # figures, summaries and reports in Chinese (or "en")
 """
 
 from redthread.data.shipped_models import shipped_models
@@ -15,6 +16,7 @@ from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, 
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.interop.onnx_export import export_onnx
+from redthread.language import language, set_language
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
@@ -53,4 +55,5 @@ __all__ = [
     "save_checkpoint", "load_checkpoint", "read_checkpoint", "pretrained", "shipped_models",
     "from_pretrained", "export_gpt2", "export_onnx",
     "record_attention", "AttentionMaps", "show_attention", "show_image_attention", "show_next_token",
+    "language", "set_language",
 ]

@@ -161,6 +161,7 @@ def _picked(args, names) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
+LANG_HELP = "en or zh: the language of figures, summaries and pages (default: REDTHREAD_LANG, then the locale)"
 RUN_HELP = ("a run folder or its checkpoint.safetensors, or the name of a reference model shipped with redthread "
             "(shakespeare-transformer, names-lstm, tang300-gru, ...: python -c 'import redthread as rt; print(rt.shipped_models())')")
 
@@ -171,6 +172,7 @@ def build_parser() -> Parser:
 
     parser = Parser(prog="redthread", description="From linear regression to the Transformer: conditional distributions by maximum likelihood.")
     parser.add_argument("--version", action="version", version=f"redthread {_version()}")
+    parser.add_argument("--lang", help=LANG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     demo = sub.add_parser("demo", help="train a small Shakespeare model (~3 min on a CPU), compare with baselines, sample")
@@ -180,7 +182,7 @@ def build_parser() -> Parser:
 
     train = sub.add_parser("train", help="train a Transformer language model (or, with --task, another model)")
     run = train.add_argument_group("data and run folder")
-    run.add_argument("--data", help="a UTF-8 text file, or a text shipped with redthread: shakespeare (the default: Shakespeare's 37 plays), tinyshakespeare, tang300 (the Three Hundred Tang Poems)")
+    run.add_argument("--data", help="a UTF-8 text file, or a text shipped with redthread: shakespeare (the default: Shakespeare's 37 plays), tinyshakespeare, tang300 (the Three Hundred Tang Poems), tang (the Complete Tang Poems, built by setup)")
     run.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
                      help="char: one token per character; bpe: byte-level BPE trained on the data (default char)")
     run.add_argument("--vocab-size", type=int, help="BPE vocabulary size (default 1024)")
@@ -219,7 +221,7 @@ def build_parser() -> Parser:
     _add_sampling_flags(sample)
 
     ladder = sub.add_parser("ladder", help="train every rung (counts, bigram, MLP, RNN, LSTM, GRU, Transformer) on the same data; compare")
-    ladder.add_argument("--data", help="shakespeare (default), tinyshakespeare, tang300 (the Three Hundred Tang Poems), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
+    ladder.add_argument("--data", help="shakespeare (default), tinyshakespeare, tang300 (the Three Hundred Tang Poems), tang (the Complete Tang Poems, built by setup), markov, hmm, recall (synthetic, with a Bayes limit), or a UTF-8 text file")
     ladder.add_argument("--lines", metavar="FILE", help="a file of one example per line, or names (makemore's names.txt, shipped), instead of --data")
     ladder.add_argument("--regression", choices=("linear", "sine", "heteroscedastic"),
                         help="the regression rungs on synthetic data with a known E[y|x], instead of the sequence rungs")
@@ -313,6 +315,8 @@ def build_parser() -> Parser:
     ev.add_argument("--data", help="a UTF-8 text file, or a shipped text: shakespeare, tinyshakespeare, tang300 (default: the run's own data)")
     ev.add_argument("--split", choices=("val", "train"), default="val", help="which split to score: val (default) or train")
     ev.add_argument("--device", default="auto", help="auto (a GPU when there is one, default), cpu, cuda, cuda:N or mps")
+    for command in sub.choices.values():  # `redthread demo --lang zh` as well as `redthread --lang zh demo`
+        command.add_argument("--lang", default=argparse.SUPPRESS, help=LANG_HELP)
     return parser
 
 
@@ -417,7 +421,7 @@ def run(args) -> None:
         print(line + (f", {r['bpc']:.4f} bits/char" if "bpc" in r else ""))
 
 
-NOT_SETTINGS = {"config", "command", "help", "model_flags", "train_flags", "out", "overwrite", "resume", "no_progress"}
+NOT_SETTINGS = {"config", "command", "help", "model_flags", "train_flags", "out", "overwrite", "resume", "no_progress", "lang"}
 
 
 def read_settings(path: str, command: argparse.ArgumentParser) -> dict:
@@ -470,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.lang is not None:
+            from redthread.language import set_language
+
+            set_language(args.lang)
         args = apply_settings(parser, argv, args)
         run(args)
     except RedthreadError as e:

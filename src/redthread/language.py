@@ -1,0 +1,205 @@
+"""The language redthread speaks to a person in: English or Chinese.
+
+Everything a person reads — figures (titles, axes, legends), the demo's and the ladder's summary lines,
+the explorer page `redthread attention` writes, an experiment report's conclusion — is written in the
+language chosen here. Code identifiers, model names, units such as NLL and the model's own text stay as
+they are.
+
+    import redthread as rt
+    rt.set_language("zh")          # from here on: figures and summaries in Chinese
+    rt.language()                  # "zh"
+    redthread --lang zh demo       # the same from the command line
+
+The default is the environment's: REDTHREAD_LANG (en or zh), else the locale (LC_ALL, LC_MESSAGES, LANG:
+zh_CN.UTF-8 and the like mean Chinese), else English.
+
+The Chinese terms are those of docs/glossary.md, one term per concept (`TERMS`; tests/test_language.py
+holds each pair to the glossary's row). Layers and heads are numbered from 0, as in the code: the
+Chinese puts the number after the noun, 层 1·头 3, never an ordinal (`layer_head`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from redthread.errors import InvalidValue
+
+LANGUAGES = ("en", "zh")
+HTML_LANG = {"en": "en", "zh": "zh-CN"}  # the `lang` attribute of a page: zh-CN picks Simplified Chinese glyphs
+
+# English term -> Chinese term, each pair a row of docs/glossary.md (its English and 中文 columns)
+TERMS = {
+    "attention": "注意力",
+    "attention weights": "注意力权重",
+    "attention map": "注意力图",
+    "query": "查询",
+    "key": "键",
+    "value": "值",
+    "head": "头",
+    "block": "块",
+    "token": "词元",
+    "vocabulary": "词表",
+    "nat": "奈特",
+    "bit": "比特",
+    "bits per character": "每字符比特数",
+    "perplexity": "困惑度",
+    "negative log-likelihood (NLL)": "负对数似然（NLL）",
+    "cross-entropy": "交叉熵",
+    "entropy": "熵",
+    "KL divergence": "KL 散度",
+    "accuracy": "准确率",
+    "calibration": "校准",
+    "expected calibration error (ECE)": "期望校准误差（ECE）",
+    "confidence": "置信度",
+    "reliability diagram": "可靠性图",
+    "noise floor": "噪声底",
+    "baseline": "基线",
+    "claim": "论点",
+    "verdict": "结论",
+    "holds": "成立",
+    "does not hold": "不成立",
+    "holds in part": "部分成立",
+    "inconclusive": "无定论",
+    "does not replicate": "不能复现",
+    "check": "检查",
+    "criterion": "判据",
+    "pre-registered": "预先登记",
+    "floor": "下限",
+    "seed set": "种子组",
+    "interval": "区间",
+    "ablation": "消融",
+    "control": "对照",
+    "ensemble": "集成",
+    "probe": "探针",
+    "smoke test": "冒烟测试",
+    "training budget": "训练预算",
+    "ladder": "阶梯",
+    "rung": "级",
+    "linear regression": "线性回归",
+    "softmax regression": "softmax 回归",
+    "unigram": "一元语法",
+    "bigram": "二元语法",
+    "n-gram": "n 元语法",
+    "MLP language model": "MLP 语言模型",
+    "recurrent neural network (RNN)": "循环神经网络（RNN）",
+    "hidden state": "隐状态",
+    "training set": "训练集",
+    "validation set": "验证集",
+    "test set": "测试集",
+    "held-out data": "留出数据",
+    "learning rate": "学习率",
+    "batch size": "批大小",
+    "checkpoint": "检查点",
+    "run folder": "运行文件夹",
+    "sampling": "采样",
+    "temperature": "温度",
+    "greedy decoding": "贪心解码",
+    "top-k sampling": "top-k 采样",
+    "top-p sampling": "top-p 采样",
+    "Bayes limit": "贝叶斯极限",
+    "heat map": "热力图",
+    "explorer": "探索器",
+    "head view": "头视图",
+    "model view": "模型视图",
+    "neuron view": "神经元视图",
+    "patch": "图块",
+    "class token": "类别词元",
+    "Vision Transformer (ViT)": "视觉 Transformer（ViT）",
+    "cosine similarity": "余弦相似度",
+    "residual connection": "残差连接",
+    "residual stream": "残差流",
+    "layer normalisation (LayerNorm)": "层归一化",
+    "position-wise feed-forward network (FFN)": "逐位置的前馈网络",
+    "positional encoding": "位置编码",
+    "sinusoidal positional encoding": "正弦位置编码",
+    "learned positional encoding": "可学习位置编码",
+    "rotary positional embedding (RoPE)": "旋转位置编码（RoPE）",
+    "cross-attention": "交叉注意力",
+    "self-attention": "自注意力",
+    "encoder": "编码器",
+    "decoder": "解码器",
+    "grounding score": "定位得分",
+    "conditional expectation": "条件期望",
+    "Gaussian noise": "高斯噪声",
+    "gradient clipping": "梯度裁剪",
+    "vanishing gradient": "梯度消失",
+    "exploding gradient": "梯度爆炸",
+    "Jacobian": "雅可比矩阵",
+}
+
+_chosen: str | None = None  # set_language's choice; None: the environment's
+
+
+def _normal(name: str, where: str) -> str:
+    """'zh', 'zh-CN', 'zh_CN.UTF-8', 'ZH' -> 'zh'; an unknown language is a one-line error naming `where`."""
+    lang = str(name).strip().replace("_", "-").split("-")[0].split(".")[0].lower()
+    if lang not in LANGUAGES:
+        raise InvalidValue(f"{where}: unknown language {name!r}; use en (English) or zh (中文)")
+    return lang
+
+
+def default_language(environ=None) -> str:
+    """REDTHREAD_LANG (en or zh), else the locale (LC_ALL, LC_MESSAGES, LANG: zh... is Chinese), else English."""
+    env = os.environ if environ is None else environ
+    if env.get("REDTHREAD_LANG", "").strip():
+        return _normal(env["REDTHREAD_LANG"], "REDTHREAD_LANG")
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):  # the order in which POSIX lets them override each other
+        value = env.get(name, "").strip()
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def language() -> str:
+    """The language chosen: "en" or "zh"."""
+    return _chosen if _chosen is not None else default_language()
+
+
+def set_language(lang: str | None) -> str:
+    """Choose the language ("en", "zh"; "zh-CN" and the like are read as "zh"); None goes back to the
+    environment's default. Returns the language now chosen."""
+    global _chosen
+    _chosen = None if lang is None else _normal(lang, "language")
+    return language()
+
+
+@contextmanager
+def speaking(lang: str) -> Iterator[str]:
+    """Inside the block, `lang`; the choice before it afterwards."""
+    global _chosen
+    before = _chosen
+    set_language(lang)
+    try:
+        yield language()
+    finally:
+        _chosen = before
+
+
+def chinese() -> bool:
+    return language() == "zh"
+
+
+def say(en: str, zh: str) -> str:
+    """The text in the language chosen: say("validation NLL", "验证集 NLL")."""
+    return zh if chinese() else en
+
+
+def term(english: str) -> str:
+    """A glossary term in the language chosen: term("attention weights") -> "注意力权重" in Chinese."""
+    if english not in TERMS:
+        raise KeyError(f"{english!r} is not in redthread.language.TERMS")
+    return TERMS[english] if chinese() else english
+
+
+def layer_head(layer: int, head: int | None = None) -> str:
+    """'layer 1, head 3' / '层 1·头 3' (from 0, as the code counts); 'layer 1' / '层 1' without a head."""
+    if head is None:
+        return say(f"layer {layer}", f"层 {layer}")
+    return say(f"layer {layer}, head {head}", f"层 {layer}·头 {head}")
+
+
+def html_lang() -> str:
+    """The `lang` attribute for a page in the language chosen: "en" or "zh-CN"."""
+    return HTML_LANG[language()]
