@@ -185,7 +185,9 @@ def test_no_runtime_is_one_line_that_says_how_to_get_it(runs, tmp_path, monkeypa
 def test_setup_installs_the_runtime_the_lock_file_pins():
     lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
     pinned = lock["packages"]["node_modules/onnxruntime-web"]["version"]
-    assert json.loads((ROOT / "package.json").read_text(encoding="utf-8"))["dependencies"] == {"onnxruntime-web": pinned}
+    poetry = lock["packages"]["node_modules/chinese-poetry"]["version"]  # the Tang corpus's source (data/tang.py)
+    assert json.loads((ROOT / "package.json").read_text(encoding="utf-8"))["dependencies"] == {
+        "onnxruntime-web": pinned, "chinese-poetry": poetry}
     try:
         folder = runtime_folder()
     except rt.RedthreadError:
