@@ -5,17 +5,18 @@ another package of its own band. Every import counts, the ones inside functions 
 | band | packages            | what sits there                                                           |
 |------|---------------------|---------------------------------------------------------------------------|
 | 0    | errors, words       | RedthreadError and its kinds; plurals and articles for messages           |
-| 1    | files, fonts, plotting, language | atomic writes, output-path and disk checks; a CJK font for figures; pyplot drawing to files or inline; the language chosen (English or Chinese) and the glossary's terms |
-| 2    | layers, data        | attention, blocks, caches; corpora, tokenizers, data sets, image files    |
-| 3    | models              | one file per rung: built from layers, fed data's types                    |
-| 4    | train, generate,    | the likelihoods, the one loop, checkpoints; the sampler; Hugging Face     |
+| 1    | files, fonts, plotting | atomic writes, output-path and disk checks; a CJK font for figures; pyplot drawing to files or inline |
+| 2    | lang                | the language a person reads (English or Chinese), the glossary's terms, the CJK font for Chinese figures |
+| 3    | layers, data        | attention, blocks, caches; corpora, tokenizers, data sets, image files    |
+| 4    | models              | one file per rung: built from layers, fed data's types                    |
+| 5    | train, generate,    | the likelihoods, the one loop, checkpoints; the sampler; Hugging Face     |
 |      | interop             | conversion: each works on models, none on the others                      |
-| 5    | viz                 | recording attention, the explorer, figures, the inspector, head ranking   |
-| 6    | experiments         | one claim of the essay each, with a computed verdict                       |
-| 7    | serve               | the web app                                                               |
-| 8    | commands            | one module per subcommand (`redthread serve` starts the app)              |
-| 9    | cli                 | wiring only                                                               |
-| 10   | __main__            | `python -m redthread`: the cli                                            |
+| 6    | viz                 | recording attention, the explorer, figures, the inspector, head ranking   |
+| 7    | experiments         | one claim of the essay each, with a computed verdict                       |
+| 8    | serve               | the web app                                                               |
+| 9    | commands            | one module per subcommand (`redthread serve` starts the app)              |
+| 10   | cli                 | wiring only                                                               |
+| 11   | __main__            | `python -m redthread`: the cli                                            |
 
 `data` sits beside `layers`, not above `models` as the issue's sketch has it: it imports no layer
 and no model, while models read its types (`RegressionData`, the captioner's BOS/EOS) and
@@ -38,7 +39,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "redthread"
 
 BANDS = [
     ("errors", "words"),
-    ("files", "fonts", "plotting", "language"),
+    ("files", "fonts", "plotting"),
+    ("lang",),
     ("layers", "data"),
     ("models",),
     ("train", "generate", "interop"),

@@ -16,7 +16,7 @@ from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, 
 from redthread.generate.sampler import generate, generate_stream
 from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.interop.onnx_export import export_onnx
-from redthread.language import language, set_language
+from redthread.lang import language, set_language
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward

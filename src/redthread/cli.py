@@ -475,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.lang is not None:
-            from redthread.language import set_language
+            from redthread.lang import set_language
 
             set_language(args.lang)
         args = apply_settings(parser, argv, args)

@@ -94,20 +94,25 @@ def test_transformer_settings_for_line_data_differ_only_there(names):
     assert "norm" not in fields and "batch_factor" not in settings  # pre-norm, the common batch
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
 @pytest.mark.parametrize("n, name", [(1, "shakespeare"), (2, "a-long-data-set-name-from-a-file-path.txt"), (8, "markov")])
-def test_the_ladder_figure_keeps_its_title_inside(n, name):
+def test_the_ladder_figure_keeps_its_title_inside(n, name, language):
     from types import SimpleNamespace
 
     import matplotlib.pyplot as plt
 
     from redthread.commands.ladder import ladder_figure
+    from redthread.lang import figure_fonts, speaking
 
-    results = [SimpleNamespace(label=f"rung {i}", nll=2.0 - 0.1 * i) for i in range(n)]
-    fig = ladder_figure(results, SimpleNamespace(name=name, bayes_nll=1.2))
-    fig.canvas.draw()
+    results = [SimpleNamespace(label=f"rung {i}", shown=f"rung {i}", nll=2.0 - 0.1 * i) for i in range(n)]
+    with speaking(language), figure_fonts():
+        fig = ladder_figure(results, SimpleNamespace(name=name, shown_name=name, bayes_nll=1.2))
+        fig.canvas.draw()
     title, box = fig.axes[0].title.get_window_extent(), fig.bbox
-    assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1 and "lower is better" in fig.axes[0].get_title()
+    assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1
+    assert {"en": "lower is better", "zh": "越低越好"}[language] in fig.axes[0].get_title()
     plt.close(fig)
+
 
 
 def test_a_rung_stopped_while_still_improving_is_flagged(names, tmp_path):

@@ -18,6 +18,8 @@ import torch
 
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text, fresh_output_path
+from redthread.lang import layer_head
+
 from redthread.viz.heads import PRONOUNS, contrast_report, heads_report, rank_heads, word_spans
 from redthread.viz.inspector import load_inspector
 
@@ -79,9 +81,9 @@ def attention_command(args, log=print) -> None:
     if figure is not None:
         att = torch.tensor(tab["weights"])  # (L, H, T, S)
         if args.layer is None:
-            plot_grid(att, tab["queries"], tab["keys"], figure, title=inspector.description)
+            plot_grid(att, tab["queries"], tab["keys"], figure, title=inspector.shown_description)
         else:
-            title = f"layer {args.layer}, head {args.head}"
+            title = layer_head(args.layer, args.head)
             plot_head(att[args.layer, args.head], tab["queries"], tab["keys"], figure, title=title)
         log(f"figure: {figure}")
     if report is not None:

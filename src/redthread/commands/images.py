@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+import redthread.lang as lang
 from redthread.data.images import ImageData, load_digits
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text, check_report_folder, fresh_output_path
@@ -41,6 +42,13 @@ IMAGE_SETS = ("digits",)
 LINEAR_TRAIN = {"lr": 1e-2, "weight_decay": 0.0}  # decay would pull every class towards uniform
 MLP_TRAIN = {"lr": 3e-3, "weight_decay": 0.0}
 MLP_SIZE = {"d_hidden": 128, "n_layer": 2}
+IMAGE_RUNGS_ZH = {  # the rungs' labels in Chinese, for the summary lines (the CSV keeps the English)
+    "softmax regression (pixels)": "softmax 回归（像素）",
+    f"MLP {MLP_SIZE['n_layer']}x{MLP_SIZE['d_hidden']} tanh (pixels)":
+        f"MLP {MLP_SIZE['n_layer']}x{MLP_SIZE['d_hidden']} tanh（像素）",
+    "ViT (patches)": "ViT（图块）",
+}
+
 COLUMNS = ("model", "parameters", "train_seconds", "steps", "test_accuracy", "test_nll")
 
 
@@ -144,7 +152,9 @@ def run_image_ladder(
         s = score(model, source)
         results.append(ImageRung(label, sum(p.numel() for p in model.parameters()), result.elapsed, result.step,
                                  s["accuracy"], s["nll"]))
-        say(f"{label}: test accuracy {s['accuracy']:.4f}, NLL {s['nll']:.4f} nats ({result.elapsed:.0f} s)")
+        say(lang.say(f"{label}: test accuracy {s['accuracy']:.4f}, NLL {s['nll']:.4f} nats ({result.elapsed:.0f} s)",
+                     f"{IMAGE_RUNGS_ZH.get(label, label)}：测试集准确率 {s['accuracy']:.4f}，NLL {s['nll']:.4f} 奈特"
+                     f"（{result.elapsed:.0f} 秒）"))
     if out is not None:
         write_image_report(results, data, steps, batch_size, Path(out))
     return results
@@ -185,12 +195,16 @@ def image_ladder_command(args) -> None:
     batch_size = args.batch_size if args.batch_size is not None else VIT_TRAIN["batch_size"]
     if steps < 1 or batch_size < 1:
         raise RedthreadError(f"--steps and --batch-size must be positive, got {steps} and {batch_size}")
-    print(f"the image ladder on {args.images} (upscale {args.upscale}): 3 rungs, {steps} steps of batch {batch_size} each")
+    print(lang.say(f"the image ladder on {args.images} (upscale {args.upscale}): 3 rungs, {steps} steps of batch "
+                   f"{batch_size} each",
+                   f"{args.images} 上的图像阶梯（放大 {args.upscale} 倍）：3 级，每级 {steps} 步，批大小 {batch_size}"))
     results = run_image_ladder(args.images, steps, batch_size, args.minutes, args.upscale, out, args.seed, args.device)
     print()
     for line in format_image_table(results):
         print(line)
-    print(f"\nreport: {out / 'ladder.md'} (+ ladder.csv; the ViT's run folder in {out / 'rungs' / 'vit'})")
+    print(lang.say(f"\nreport: {out / 'ladder.md'} (+ ladder.csv; the ViT's run folder in {out / 'rungs' / 'vit'})",
+                   f"\n报告：{out / 'ladder.md'}（另有 ladder.csv；ViT 的运行文件夹在 {out / 'rungs' / 'vit'}）"))
+
 
 
 def image_attention_command(args, log=print) -> None:

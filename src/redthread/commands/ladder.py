@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+import redthread.lang as lang
 from redthread.data.lm import LMData, load_splits
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_report_folder
@@ -44,6 +45,10 @@ SYNTHETIC = ("markov", "hmm", "recall")
 LABELS = {
     "unigram": "unigram counts", "bigram": "bigram softmax regression", "mlp": "MLP (fixed window)",
     "rnn": "RNN (tanh)", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer",
+}
+LABELS_ZH = {  # the same in Chinese (docs/glossary.md's terms), for the summary lines and the figures
+    "unigram": "一元语法计数", "bigram": "二元语法 softmax 回归", "mlp": "MLP 语言模型（固定窗口）",
+    "rnn": "循环神经网络（tanh）", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer",
 }
 
 
@@ -80,6 +85,12 @@ class LadderData:
     decode: Callable[[list[int]], str] | None = None  # ids -> text for samples
     prompt: list[int] = field(default_factory=list)
     stop: int | None = None  # a token that ends a sample (the boundary of line data sets)
+    name_zh: str = ""  # the name in Chinese, where it has words to translate ("" for a file's name)
+
+    @property
+    def shown_name(self) -> str:
+        """The name in the language chosen (redthread.lang)."""
+        return lang.say(self.name, self.name_zh or self.name)
 
     @property
     def starts_at_beginning(self) -> bool:
@@ -121,12 +132,22 @@ class RungResult:
             "ece": round(self.ece, 4), "last_tenth_drop": None if self.last_drop is None else round(self.last_drop, 4),
         }
 
+    @property
+    def shown(self) -> str:
+        """The label in the language chosen (redthread.lang); the CSV keeps the English one."""
+        if self.rung == "ngram" and self.label.endswith("-gram counts"):
+            return lang.say(self.label, f"{self.label.split('-')[0]} 元语法计数")
+        return lang.say(self.label, LABELS_ZH.get(self.rung, self.label))
+
     def warning(self) -> str:
         """'' for a rung that had flattened (or was fitted by counting); else what to do about it."""
         if not self.still_improving:
             return ""
-        return (f"still improving: its validation NLL fell {self.last_drop:.3f} nats/token over the last tenth of "
-                f"its {self.steps:,} steps (more than {STILL_IMPROVING}); judge it at --steps {self.steps_to_judge:,} or more")
+        return lang.say(f"still improving: its validation NLL fell {self.last_drop:.3f} nats/token over the last tenth of "
+                   f"its {self.steps:,} steps (more than {STILL_IMPROVING}); judge it at --steps {self.steps_to_judge:,} "
+                   "or more",
+                   f"仍在改进：在它 {self.steps:,} 步的最后十分之一里，验证集 NLL 下降了 {self.last_drop:.3f} 奈特/词元"
+                   f"（超过 {STILL_IMPROVING}）；请用 --steps {self.steps_to_judge:,} 或更多步再评判它")
 
 
 def last_tenth_drop(evals: list[tuple[int, float]], steps: int) -> float | None:
@@ -247,14 +268,23 @@ def run_ladder(data: LadderData, rungs: list[str], budget: Budget, out: Path | N
             bar.start_rung(i, rung)
             results.append(train_rung(rung, data, budget, out, bar, device, seed, resolved))
             r = results[-1]
-            say(f"{r.label}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if r.excess is not None else "")
-                + f" ({r.seconds:.0f} s)" + (f"; {r.warning()}" if r.warning() else ""))
+            say(rung_line(r))
     if out is not None:
         write_report(results, data, budget, out)
     return results
 
 
+def rung_line(r: RungResult) -> str:
+    """The summary line of one trained rung, in the language chosen."""
+    excess, warning = r.excess is not None, r.warning()
+    return lang.say(f"{r.shown}: val {r.nll:.4f} nats/token" + (f", excess {r.excess:+.4f}" if excess else "")
+                + f" ({r.seconds:.0f} s)" + (f"; {warning}" if warning else ""),
+                f"{r.shown}：验证集 {r.nll:.4f} 奈特/词元" + (f"，超出贝叶斯极限 {r.excess:+.4f}" if excess else "")
+                + f"（{r.seconds:.0f} 秒）" + (f"；{warning}" if warning else ""))
+
+
 class LadderProgress:
+
     """One rich bar across the rungs and one for the current rung's steps; nothing off a terminal."""
 
     def __init__(self, n_rungs: int, steps: int, enabled: bool):
@@ -297,11 +327,15 @@ class LadderProgress:
 def format_table(results: list[RungResult], data: LadderData) -> list[str]:
     has_bpc = any(r.bpc is not None for r in results)
     has_excess = any(r.excess is not None for r in results)
-    head = ["model", "parameters", "train s", "val nats/token"] + (["bits/char"] if has_bpc else []) + ["perplexity"]
-    head += (["excess over Bayes"] if has_excess else []) + ["ECE"]
+    if lang.chinese():
+        head = ["模型", "参数", "训练秒数", "验证集 奈特/词元"] + (["比特/字符"] if has_bpc else []) + ["困惑度"]
+        head += (["超出贝叶斯极限"] if has_excess else []) + ["ECE"]
+    else:
+        head = ["model", "parameters", "train s", "val nats/token"] + (["bits/char"] if has_bpc else []) + ["perplexity"]
+        head += (["excess over Bayes"] if has_excess else []) + ["ECE"]
     rows = []
     for r in results:
-        row = [r.label, f"{r.params:,}", f"{r.seconds:.1f}", f"{r.nll:.4f}"]
+        row = [r.shown, f"{r.params:,}", f"{r.seconds:.1f}", f"{r.nll:.4f}"]
         row += [f"{r.bpc:.4f}" if r.bpc is not None else ""] if has_bpc else []
         row += [f"{r.ppl:.2f}"]
         row += [f"{r.excess:+.4f}"] if has_excess else []
@@ -311,7 +345,8 @@ def format_table(results: list[RungResult], data: LadderData) -> list[str]:
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     if data.bayes_nll is not None:
         lines.append("")
-        lines.append(f"Bayes limit (the true distribution) on the same tokens: {data.bayes_nll:.4f} nats/token.")
+        lines.append(lang.say(f"Bayes limit (the true distribution) on the same tokens: {data.bayes_nll:.4f} nats/token.",
+                              f"同样这些词元上的贝叶斯极限（真实分布）：{data.bayes_nll:.4f} 奈特/词元。"))
     lines += under_trained(results)
     return lines
 
@@ -321,12 +356,16 @@ def under_trained(results: list[RungResult]) -> list[str]:
     short = [r for r in results if r.still_improving]
     if not short:
         return []
-    names = ", ".join(f"{r.label} (-{r.last_drop:.3f})" for r in short)
+    names = lang.say(", ", "、").join(f"{r.shown} (-{r.last_drop:.3f})" for r in short)
     need = max(r.steps_to_judge for r in short)
-    return ["", f"Warning: {len(short)} rung{'s were' if len(short) > 1 else ' was'} still improving when stopped "
-                f"(validation NLL fell by more than {STILL_IMPROVING} nats/token over the last tenth of the steps): "
-                f"{names}. Their rows are not their limits, and the order of the rungs may change with training; "
-                f"judge them at --steps {need:,} or more (a guess that assumes the NLL falls as 1/steps)."]
+    return ["", lang.say(
+        f"Warning: {len(short)} rung{'s were' if len(short) > 1 else ' was'} still improving when stopped "
+        f"(validation NLL fell by more than {STILL_IMPROVING} nats/token over the last tenth of the steps): "
+        f"{names}. Their rows are not their limits, and the order of the rungs may change with training; "
+        f"judge them at --steps {need:,} or more (a guess that assumes the NLL falls as 1/steps).",
+        f"注意：有 {len(short)} 级停下时仍在改进（在最后十分之一的训练步里，验证集 NLL 下降超过 {STILL_IMPROVING} "
+        f"奈特/词元）：{names}。它们这一行不是它们的极限，各级的排序也可能随训练而变；请用 --steps {need:,} "
+        "或更多步再评判它们（这个步数是估计，假设 NLL 随步数按 1/步数 下降）。")]
 
 
 def write_report(results: list[RungResult], data: LadderData, budget: Budget, out: Path) -> None:
@@ -337,29 +376,37 @@ def write_report(results: list[RungResult], data: LadderData, budget: Budget, ou
         writer.writeheader()
         writer.writerows(rows)
     (out / "ladder.csv.tmp").replace(out / "ladder.csv")
-    budget_text = f"{budget.steps} steps of batch {budget.batch_size}" + (
-        f", at most {budget.minutes:g} min per rung" if budget.minutes else "")
-    intro = (f"Budget for every gradient-trained rung: {budget_text}. "
-             "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.")
-    md = [f"# The ladder on {data.name}", "", intro, ""] + ([boundary_note(data), ""] if data.stop is not None else [])
+    if lang.chinese():
+        budget_text = f"{budget.steps} 步，批大小 {budget.batch_size}" + (
+            f"，每级最多 {budget.minutes:g} 分钟" if budget.minutes else "")
+        intro = (f"每个用梯度训练的级的训练预算：{budget_text}。计数的级用闭式解拟合。"
+                 "验证集 NLL 给每个留出的词元各打一次分。")
+        md = [f"# {data.shown_name}上的阶梯", "", intro, ""]
+    else:
+        budget_text = f"{budget.steps} steps of batch {budget.batch_size}" + (
+            f", at most {budget.minutes:g} min per rung" if budget.minutes else "")
+        intro = (f"Budget for every gradient-trained rung: {budget_text}. "
+                 "Count rungs are fitted in closed form. Validation NLL scores every held-out token once.")
+        md = [f"# The ladder on {data.name}", "", intro, ""]
+    md += [boundary_note(data), ""] if data.stop is not None else []
     md += format_table(results, data)
-    md += ["", "![validation NLL per rung](ladder.png)", "", "![reliability diagrams](reliability.png)", ""]
+    md += ["", f"![{lang.say('validation NLL per rung', '每一级的验证集 NLL')}](ladder.png)", "",
+           f"![{lang.say('reliability diagrams', '可靠性图')}](reliability.png)", ""]
     if any(r.samples for r in results):
-        md += ["## Samples (temperature 1)", ""]
+        md += [lang.say("## Samples (temperature 1)", "## 样本（温度 1）"), ""]
         for r in results:
-            md += [f"**{r.label}**", "", "```"] + [s.replace("```", "'''") for s in r.samples] + ["```", ""]
+            md += [f"**{r.shown}**", "", "```"] + [s.replace("```", "'''") for s in r.samples] + ["```", ""]
     atomic_write_text(out / "ladder.md", "\n".join(md) + "\n")
     plot_ladder(results, data, out / "ladder.png")
-    plot_reliability({r.label: r.calibration for r in results}, out / "reliability.png")
+    plot_reliability({r.shown: r.calibration for r in results}, out / "reliability.png")
 
 
 def plot_ladder(results: list[RungResult], data: LadderData, path: Path) -> None:
-    from redthread.fonts import cjk_fallback
     from redthread.plotting import pyplot
 
     plt = pyplot()
 
-    with cjk_fallback([data.name, *(r.label for r in results)]):  # a file named in Chinese, say
+    with lang.figure_fonts([data.name, *(r.shown for r in results)]):  # Chinese words, or a file named in Chinese
         fig = ladder_figure(results, data)
         atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)
@@ -375,16 +422,23 @@ def ladder_figure(results: list[RungResult], data: LadderData):
 
     width = max(6.0, 1.1 * len(results) + 2.5)  # inches: room for the title even with one or two rungs
     fig, ax = plt.subplots(figsize=(width, 4))
-    labels = [r.label.replace(" ", "\n", 1) for r in results]
+    labels = [r.shown.replace(" ", "\n", 1) if not lang.chinese() else r.shown.replace("（", "\n（", 1)
+              for r in results]
     bars = ax.bar(range(len(results)), [r.nll for r in results], color="#4C72B0")
     for b, r in zip(bars, results):
         ax.text(b.get_x() + b.get_width() / 2, b.get_height(), f"{r.nll:.3f}", ha="center", va="bottom", fontsize=8)
     if data.bayes_nll is not None:
-        ax.axhline(data.bayes_nll, color="r", ls="--", lw=1, label=f"Bayes limit {data.bayes_nll:.3f}")
+        ax.axhline(data.bayes_nll, color="r", ls="--", lw=1,
+                   label=lang.say(f"Bayes limit {data.bayes_nll:.3f}", f"贝叶斯极限 {data.bayes_nll:.3f}"))
         ax.legend(fontsize=8)
     ax.set_xticks(range(len(results)), labels, fontsize=8)
-    ax.set_ylabel("validation NLL (nats/token)")
-    ax.set_title(textwrap.fill(f"The ladder on {data.name}: lower is better", width=int(width * 8)))
+    ax.set_ylabel(lang.say("validation NLL (nats/token)", "验证集 NLL（奈特/词元）"))
+    if lang.chinese():  # a CJK character is about twice as wide as a Latin letter
+        ax.set_title(textwrap.fill(f"{data.shown_name}上的阶梯：越低越好", width=int(width * 4)))
+    else:
+        ax.set_title(textwrap.fill(f"The ladder on {data.name}: lower is better", width=int(width * 8)))
+
+
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -397,9 +451,13 @@ def boundary_note(data: LadderData) -> str:
     """What the end-of-example token is, for data of one example per line (makemore's '.')."""
     mark = data.decode([data.stop]) if data.decode else "."
     shown = repr(mark) if mark.isspace() else f"`{mark}`"
-    return (f"Each line is one example between two boundary tokens, written {shown} (makemore's end-of-name mark): "
-            f"every example starts after one, and each rung learns P({mark.strip() or 'end'} | the example so far), "
-            "the chance that the example ends here, like any other next token. Samples stop when they draw it.")
+    return lang.say(
+        f"Each line is one example between two boundary tokens, written {shown} (makemore's end-of-name mark): "
+        f"every example starts after one, and each rung learns P({mark.strip() or 'end'} | the example so far), "
+        "the chance that the example ends here, like any other next token. Samples stop when they draw it.",
+        f"每一行是一个样本，前后各有一个边界词元，写作 {shown}（makemore 表示名字结束的记号）：每个样本都从一个边界词元"
+        f"之后开始，每一级都学习 P({mark.strip() or '结束'} | 到这里为止的样本)，即样本在这里结束的概率，和学习其他"
+        "下一个词元一样。采样抽到它就停止。")
 
 
 def load_lines_data(path: str) -> LadderData:
@@ -408,7 +466,8 @@ def load_lines_data(path: str) -> LadderData:
 
     source, tokenizer = load_lines(path)  # the held-out split of load_lines' fixed seed
     return LadderData(f"{Path(path).name} (one example per line)", source, source.vocab_size, source.block_size,
-                      tokenizer, decode=tokenizer.decode, prompt=[source.boundary], stop=source.boundary)
+                      tokenizer, decode=tokenizer.decode, prompt=[source.boundary], stop=source.boundary,
+                      name_zh=f"{Path(path).name}（每行一个样本）")
 
 
 def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: int = 64, seed: int = 0) -> LadderData:
@@ -417,19 +476,22 @@ def make_synthetic(name: str, n_train: int = 8000, n_val: int = 1000, length: in
 
     sources = {
         "markov": (lambda: MarkovSource(order=3, vocab_size=16, concentration=2.0, hierarchy=10.0, seed=seed),
-                   "order-3 Markov chain, 16 symbols"),
-        "hmm": (lambda: HMMSource(n_states=8, vocab_size=16, seed=seed), "hidden Markov model, 8 states, 16 symbols"),
-        "recall": (lambda: RecallSource(distance=32, p=0.9, vocab_size=16), "long-range recall, distance 32, p 0.9, 16 symbols"),
+                   "order-3 Markov chain, 16 symbols", "3 阶马尔可夫链，16 个符号"),
+        "hmm": (lambda: HMMSource(n_states=8, vocab_size=16, seed=seed), "hidden Markov model, 8 states, 16 symbols",
+                "隐马尔可夫模型，8 个状态，16 个符号"),
+        "recall": (lambda: RecallSource(distance=32, p=0.9, vocab_size=16), "long-range recall, distance 32, p 0.9, 16 symbols",
+                   "远距离回忆，距离 32，p 0.9，16 个符号"),
     }
     if name not in sources:
         raise RedthreadError(f"unknown synthetic source {name!r}; sources: {', '.join(sources)}")
-    make, title = sources[name]
+    make, title, title_zh = sources[name]
     source = make()
     data = source.data(n_train, n_val, length, seed=seed)
     letters = SYNTHETIC_LETTERS[: source.vocab_size]
     return LadderData(title, data, data.vocab_size, data.block_size, None,
                       bayes_nll=source.bayes_nll(data.sequences("val")),
-                      decode=lambda ids: "".join(letters[i] for i in ids if i < len(letters)), prompt=[data.boundary])
+                      decode=lambda ids: "".join(letters[i] for i in ids if i < len(letters)), prompt=[data.boundary],
+                      name_zh=title_zh)
 
 
 def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 64) -> LadderData:
@@ -439,7 +501,8 @@ def load_text(path: str | None, tokenizer_kind: str = "char", block_size: int = 
     source.check_lengths()
     name = "Shakespeare's plays (characters)" if path is None else Path(path).name
     return LadderData(name, source, tokenizer.vocab_size, block_size, tokenizer,
-                      decode=tokenizer.decode, prompt=tokenizer.encode("\n"))
+                      decode=tokenizer.decode, prompt=tokenizer.encode("\n"),
+                      name_zh="莎士比亚的剧本（字符）" if path is None else "")
 
 
 def ladder_command(args) -> None:
@@ -449,8 +512,10 @@ def ladder_command(args) -> None:
                     minutes=args.minutes, batch_size=32 if args.batch_size is None else args.batch_size)
     check_report_folder(out, args.overwrite)  # before any work, so a refused run costs nothing
     data = load_ladder_data(args.data, args.lines, args.tokenizer, seed=0)
-    print(f"the ladder on {data.name}: vocabulary {data.vocab_size}, context {data.block_size}; "
-          f"{len(rungs)} rungs, {budget.steps} steps of batch {budget.batch_size} each")
+    print(lang.say(f"the ladder on {data.name}: vocabulary {data.vocab_size}, context {data.block_size}; "
+                   f"{len(rungs)} rungs, {budget.steps} steps of batch {budget.batch_size} each",
+                   f"{data.shown_name}上的阶梯：词表 {data.vocab_size}，上下文 {data.block_size}；"
+                   f"{len(rungs)} 级，每级 {budget.steps} 步，批大小 {budget.batch_size}"))
     if data.stop is not None:
         print(boundary_note(data))
     results = run_ladder(data, rungs, budget, out, device=args.device, seed=args.seed,
@@ -458,4 +523,8 @@ def ladder_command(args) -> None:
     print()
     for line in format_table(results, data):
         print(line)
-    print(f"\nreport: {out / 'ladder.md'} (+ ladder.csv, ladder.png, reliability.png; a run folder per rung in {out / 'rungs'})")
+    print(lang.say(f"\nreport: {out / 'ladder.md'} (+ ladder.csv, ladder.png, reliability.png; a run folder per rung "
+                   f"in {out / 'rungs'})",
+                   f"\n报告：{out / 'ladder.md'}（另有 ladder.csv、ladder.png、reliability.png；每一级的运行文件夹在 "
+                   f"{out / 'rungs'}）"))
+

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+import redthread.lang as lang
 from redthread.data.regression import RegressionData, make_regression
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write, atomic_write_text, check_report_folder
@@ -38,6 +39,8 @@ MLP = dict(d_hidden=64, n_layer=2)
 MLP_TRAIN = dict(max_iters=1500, batch_size=64, lr=1e-2, min_lr=1e-4, warmup_iters=50, weight_decay=0.0)
 NW_TRAIN = dict(max_iters=200, batch_size=128, lr=0.05, min_lr=5e-3, warmup_iters=10, weight_decay=0.0)
 GD_ITERS = 500
+KINDS_ZH = {"linear": "线性", "sine": "正弦", "heteroscedastic": "异方差"}  # the problems' names in Chinese
+
 GRID = 200  # held-out points where the estimates are compared with the truth
 COLUMNS = ("model", "fit", "rmse_true_mean", "rmse_true_std", "val_nll", "val_r2", "train_s", "params")
 
@@ -58,11 +61,13 @@ def _fit_all(problem, data: RegressionData, steps: int | None, seed: int, device
     t = time.perf_counter()
     closed = LinearRegression().fit(X_tr, y_tr)
     n_linear = X_tr.shape[1] + 2  # coefficients, intercept, noise variance
-    fits.append(("linear regression", "closed form (least squares)", "linear, closed form", closed, time.perf_counter() - t, n_linear))
+    fits.append(("linear regression", "closed form (least squares)", lang.say("linear, closed form", "线性回归，闭式解"),
+                 closed, time.perf_counter() - t, n_linear))
 
     t = time.perf_counter()
     gd = fit_gd(LinearRegression(), X_tr, y_tr, max_iters=GD_ITERS if steps is None else steps, seed=seed)
-    fits.append(("linear regression", "gradient descent, shared loop", "linear, gradient descent", gd, time.perf_counter() - t, n_linear))
+    fits.append(("linear regression", "gradient descent, shared loop", lang.say("linear, gradient descent", "线性回归，梯度下降"),
+                 gd, time.perf_counter() - t, n_linear))
 
     hetero = problem.kind == "heteroscedastic"
     torch.manual_seed(seed)
@@ -78,7 +83,8 @@ def _fit_all(problem, data: RegressionData, steps: int | None, seed: int, device
     train(nw, data, _train_cfg(NW_TRAIN, steps, seed, device), progress=False)
     nw = nw.cpu().eval()
     how = f"shared loop, leave-one-out; h = {nw.bandwidth:.3f}"
-    fits.append(("Nadaraya-Watson attention", how, f"Nadaraya-Watson attention, h = {nw.bandwidth:.3f}", nw, time.perf_counter() - t, _n_params(nw)))
+    label = lang.say(f"Nadaraya-Watson attention, h = {nw.bandwidth:.3f}", f"Nadaraya-Watson 注意力，h = {nw.bandwidth:.3f}")
+    fits.append(("Nadaraya-Watson attention", how, label, nw, time.perf_counter() - t, _n_params(nw)))
     return fits
 
 
@@ -130,7 +136,9 @@ def run_regression(
         })
         curves.append((label, mean, std))
 
-    say(f"{kind}: {n} training / {n_val} validation points; RMSE against the true E[y|x] on {GRID} grid points")
+    say(lang.say(f"{kind}: {n} training / {n_val} validation points; RMSE against the true E[y|x] on {GRID} grid points",
+                 f"{KINDS_ZH.get(kind, kind)}：训练集 {n} 个点，验证集 {n_val} 个点；RMSE 是在 {GRID} 个网格点上与真实的 "
+                 "E[y|x] 之差"))
     say(_table(rows))
     if out is not None:
         out = Path(out)
@@ -138,7 +146,8 @@ def run_regression(
         atomic_write_text(out / "regression.csv", _csv(rows))
         atomic_write_text(out / "regression.md", _markdown(kind, n, n_val, rows))
         _plot(out / "regression.png", problem, data, grid, true_mean, true_std, curves)
-        say(f"wrote {out / 'regression.csv'}, {out / 'regression.md'}, {out / 'regression.png'}")
+        say(lang.say(f"wrote {out / 'regression.csv'}, {out / 'regression.md'}, {out / 'regression.png'}",
+                     f"写出了 {out / 'regression.csv'}、{out / 'regression.md'}、{out / 'regression.png'}"))
     return rows
 
 
@@ -188,13 +197,21 @@ def _plot(path: Path, problem, data: RegressionData, grid, true_mean, true_std, 
 
     X_tr, y_tr = data.split("train")
     x = grid[:, 0].numpy()
+    with lang.figure_fonts():  # the words in the language chosen; Chinese in a CJK font
+        fig, ax = _draw(plt, problem, X_tr, y_tr, x, true_mean, true_std, curves)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)
+
+
+def _draw(plt, problem, X_tr, y_tr, x, true_mean, true_std, curves):
     fig, ax = plt.subplots(figsize=(8, 5))
-    ax.scatter(X_tr[:, 0].numpy(), y_tr.numpy(), s=6, c="0.6", alpha=0.6, label="training data")
-    ax.plot(x, true_mean.numpy(), "k-", lw=2.5, label="true E[y|x]")
+    ax.scatter(X_tr[:, 0].numpy(), y_tr.numpy(), s=6, c="0.6", alpha=0.6, label=lang.say("training data", "训练集"))
+    ax.plot(x, true_mean.numpy(), "k-", lw=2.5, label=lang.say("true E[y|x]", "真实的 E[y|x]"))
     bands = problem.kind == "heteroscedastic"
     if bands:
         for sign in (-2, 2):
-            ax.plot(x, (true_mean + sign * true_std).numpy(), "k--", lw=1, label="true ±2 std" if sign < 0 else None)
+            ax.plot(x, (true_mean + sign * true_std).numpy(), "k--", lw=1,
+                    label=lang.say("true ±2 std", "真实的 ±2 个标准差") if sign < 0 else None)
     for i, (label, mean, std) in enumerate(curves):
         (line,) = ax.plot(x, mean.numpy(), lw=1.5, ls="--" if i == 1 else "-", label=label)
         if not bands or i == 1:  # the gradient-descent line retraces the closed form: one band is enough
@@ -207,12 +224,13 @@ def _plot(path: Path, problem, data: RegressionData, grid, true_mean, true_std, 
             ax.plot(x, hi, ":", color=color, lw=1)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
-    ax.set_title(f"Estimates of E[y|x] on the {problem.kind} problem" + (" (bands: ±2 predicted std)" if bands else ""))
+    ax.set_title(lang.say(f"Estimates of E[y|x] on the {problem.kind} problem" + (" (bands: ±2 predicted std)" if bands else ""),
+                          f"{KINDS_ZH.get(problem.kind, problem.kind)}问题上 E[y|x] 的估计"
+                          + ("（带：预测的 ±2 个标准差）" if bands else "")))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
-    plt.close(fig)
+    return fig, ax
 
 
 def regression_ladder_command(args) -> None:

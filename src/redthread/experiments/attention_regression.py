@@ -40,6 +40,7 @@ from redthread.data.regression import RegressionData, make_regression
 from redthread.experiments.criteria import BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
+from redthread.lang import say
 from redthread.models.regression import LinearRegression, NadarayaWatson
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
@@ -235,16 +236,19 @@ def poly_tuned(X, y, X_val, y_val, grid) -> tuple[int, torch.Tensor]:
 
 def _plot_fit(r: dict) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    ax.scatter(r["X"], r["y"], s=6, c="0.7", label="training points")
-    ax.plot(r["grid"], r["truth"], "k-", lw=2, label="true E[y|x] = sin(2x)")
-    ax.plot(r["grid"], r["linear_pred"], "--", label=f"linear regression (RMSE {r['rmse_linear']:.3f})")
-    ax.plot(r["grid"], r["mean"], "-", label=f"attention, learned h = {r['h_learned']:.3f} (RMSE {r['rmse_learned']:.3f})")
+    ax.scatter(r["X"], r["y"], s=6, c="0.7", label=say("training points", "训练集的点"))
+    ax.plot(r["grid"], r["truth"], "k-", lw=2, label=say("true E[y|x] = sin(2x)", "真实的 E[y|x] = sin(2x)"))
+    ax.plot(r["grid"], r["linear_pred"], "--", label=say(f"linear regression (RMSE {r['rmse_linear']:.3f})",
+                                                         f"线性回归（RMSE {r['rmse_linear']:.3f}）"))
+    ax.plot(r["grid"], r["mean"], "-", label=say(f"attention, learned h = {r['h_learned']:.3f} (RMSE {r['rmse_learned']:.3f})",
+                                                 f"注意力，学到的 h = {r['h_learned']:.3f}（RMSE {r['rmse_learned']:.3f}）"))
     with torch.no_grad():
         wide = NadarayaWatson(bandwidth=r["h_silverman"]).fit_memory(r["X"], r["y"]).eval()(r["grid"][:, None])[0]
-    ax.plot(r["grid"], wide, ":", label=f"attention, Silverman h = {r['h_silverman']:.3f} (RMSE {r['rmse_silverman']:.3f})")
+    ax.plot(r["grid"], wide, ":", label=say(f"attention, Silverman h = {r['h_silverman']:.3f} (RMSE {r['rmse_silverman']:.3f})",
+                                            f"注意力，Silverman 的 h = {r['h_silverman']:.3f}（RMSE {r['rmse_silverman']:.3f}）"))
     ax.set_xlabel("x")
     ax.set_ylabel("y")
-    ax.set_title("Estimates of E[y|x]")
+    ax.set_title(say("Estimates of E[y|x]", "E[y|x] 的估计"))
     ax.legend(fontsize=7, loc="lower left")
     return fig
 
@@ -255,29 +259,32 @@ def _plot_weights(r: dict) -> plt.Figure:
     extent = [float(xs[0]), float(xs[-1]), float(r["grid"][0]), float(r["grid"][-1])]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     im = axes[0].imshow(r["att"][:, order], aspect="auto", extent=extent, origin="lower", cmap="viridis")
-    axes[0].set_title(f"attention weights, h = {r['h_learned']:.3f}")
-    fig.colorbar(im, ax=axes[0], label="weight")
+    axes[0].set_title(say(f"attention weights, h = {r['h_learned']:.3f}", f"注意力权重，h = {r['h_learned']:.3f}"))
+    fig.colorbar(im, ax=axes[0], label=say("weight", "权重"))
     lw = r["lin_weights"][:, order]
     bound = float(lw.abs().max())
     im = axes[1].imshow(lw, aspect="auto", extent=extent, origin="lower", cmap="RdBu_r", vmin=-bound, vmax=bound)
-    axes[1].set_title("linear regression's equivalent weights")
-    fig.colorbar(im, ax=axes[1], label="weight")
+    axes[1].set_title(say("linear regression's equivalent weights", "线性回归的等效权重"))
+    fig.colorbar(im, ax=axes[1], label=say("weight", "权重"))
     for ax in axes:
-        ax.set_xlabel("training point x_i (sorted)")
-        ax.set_ylabel("query x")
+        ax.set_xlabel(say("training point x_i (sorted)", "训练集的点 x_i（排好序）"))
+        ax.set_ylabel(say("query x", "查询 x"))
     return fig
 
 
 def _plot_widths(r: dict, widths: list[float]) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-    panels = ((r["sweep_rmse"], "RMSE against the true E[y|x]"), (r["sweep_loo"], "leave-one-out RMSE on the training points"))
+    panels = ((r["sweep_rmse"], say("RMSE against the true E[y|x]", "与真实 E[y|x] 之间的 RMSE")),
+              (r["sweep_loo"], say("leave-one-out RMSE on the training points", "训练集上的留一法 RMSE")))
     for ax, (values, label) in zip(axes, panels):
-        ax.semilogx(widths, values, "o-", ms=3, label="fixed width")
-        ax.axvline(r["h_learned"], color="C1", label=f"learned h = {r['h_learned']:.3f}")
-        ax.axvline(r["h_silverman"], color="C2", ls=":", label=f"Silverman h = {r['h_silverman']:.3f}")
-        ax.set_xlabel("kernel width h")
+        ax.semilogx(widths, values, "o-", ms=3, label=say("fixed width", "固定的宽度"))
+        ax.axvline(r["h_learned"], color="C1", label=say(f"learned h = {r['h_learned']:.3f}", f"学到的 h = {r['h_learned']:.3f}"))
+        ax.axvline(r["h_silverman"], color="C2", ls=":",
+                   label=say(f"Silverman h = {r['h_silverman']:.3f}", f"Silverman 的 h = {r['h_silverman']:.3f}"))
+        ax.set_xlabel(say("kernel width h", "核宽度 h"))
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    axes[0].set_title("what the truth says")
-    axes[1].set_title("what the data say")
+    axes[0].set_title(say("what the truth says", "真实情况怎么说"))
+    axes[1].set_title(say("what the data say", "数据怎么说"))
+
     return fig

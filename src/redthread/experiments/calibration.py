@@ -71,6 +71,7 @@ from redthread.experiments.criteria import ABOVE, BELOW, WITHIN, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import estimate, run_seeds, tuning_seed
 from redthread.experiments.tuning import tune
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.calibration import Calibration
@@ -357,23 +358,26 @@ def describe(report: Report, points: list[list[dict]], seeds: list[int], steps: 
 def plot_path(points: list[list[dict]], steps: tuple[int, ...]) -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     excess = np.array([[p["excess"] for p in seed_points] for seed_points in points])  # (S, P)
-    for ax, key, label in ((axes[0], "gap", "ECE gap (ECE − control ECE)"), (axes[1], "temperature", "fitted T")):
+    for ax, key, label in ((axes[0], "gap", say("ECE gap (ECE − control ECE)", "ECE 差距（ECE − 对照的 ECE）")),
+                           (axes[1], "temperature", say("fitted T", "拟合出的 T"))):
         values = np.array([[p[key] for p in seed_points] for seed_points in points])  # (S, P)
         for x, v in zip(excess, values):
             ax.plot(x, v, "-", color="grey", lw=0.8, alpha=0.6)
         for j, n in enumerate(steps):
             ax.plot(excess[:, j], values[:, j], "o", color=f"C{j}", ms=4, alpha=0.6)
-            ax.plot(excess[:, j].mean(), values[:, j].mean(), "D", color=f"C{j}", ms=9, mec="k", label=f"{n} steps")
+            ax.plot(excess[:, j].mean(), values[:, j].mean(), "D", color=f"C{j}", ms=9, mec="k",
+                    label=say(f"{n} steps", f"{n} 步"))
         if excess.min() > 0:
             ax.set_xscale("log")
-        ax.set(xlabel="excess NLL over the Bayes limit (nats/token)", ylabel=label)
+        ax.set(xlabel=say("excess NLL over the Bayes limit (nats/token)", "超出贝叶斯极限的 NLL（奈特/词元）"), ylabel=label)
     axes[0].axhline(0, color="grey", ls=":", lw=1)
-    axes[0].axhline(CRITERIA["gap_small"].floor, color="r", ls="--", lw=1, label="gap_small's bar")
-    axes[0].set_title("Calibration along the likelihood's path")
+    axes[0].axhline(CRITERIA["gap_small"].floor, color="r", ls="--", lw=1,
+                    label=say("gap_small's bar", "判据 gap_small 的界"))
+    axes[0].set_title(say("Calibration along the likelihood's path", "沿着最大似然训练的路径看校准"))
     band = CRITERIA["temperature"].floor
     axes[1].axhspan(math.exp(-band), math.exp(band), color="green", alpha=0.15, label="|log T| < 0.05")
     axes[1].axhline(1, color="grey", ls=":", lw=1)
-    axes[1].set_title("Temperature fitted on validation")
+    axes[1].set_title(say("Temperature fitted on validation", "在验证集上拟合的温度"))
     for ax in axes:
         ax.legend(fontsize=8)
     return fig
@@ -387,12 +391,15 @@ def plot_reliability(seed_points: list[dict], steps: tuple[int, ...]) -> plt.Fig
         for col, (key, when) in enumerate((("reliability", "T = 1"), ("reliability_scaled", f"T = {p['temperature']:.3f}"))):
             ax, c = axes[row, col], p[key]
             ax.bar(centers, [0.0 if math.isnan(a) else a for a in c["accuracy"]], width=1 / N_BINS, edgecolor="k",
-                   lw=0.4, alpha=0.8, label="accuracy")
+                   lw=0.4, alpha=0.8, label=say("accuracy", "准确率"))
             ax.bar(centers, [n / c["n"] for n in c["counts"]], width=1 / N_BINS, color="grey", alpha=0.4,
-                   label="share of positions")
-            ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
+                   label=say("share of positions", "位置所占的比例"))
+            ax.plot([0, 1], [0, 1], "r--", lw=1, label=say("calibrated", "完全校准"))
             gap = p["gap"] if col == 0 else p["gap_scaled"]
-            ax.set_title(f"{steps[j]} steps, {when}: ECE {c['ece']:.4f}, gap {gap:.4f}", fontsize=9)
-            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (top probability)", ylabel="accuracy")
+            ax.set_title(say(f"{steps[j]} steps, {when}: ECE {c['ece']:.4f}, gap {gap:.4f}",
+                             f"{steps[j]} 步，{when}：ECE {c['ece']:.4f}，差距 {gap:.4f}"), fontsize=9)
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大的概率）"),
+                   ylabel=say("accuracy", "准确率"))
+
             ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -56,6 +56,7 @@ from redthread.experiments.criteria import BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import Tuned, tune
+from redthread.lang import say
 from redthread.models.regression import MLPClassifier, SoftmaxRegression
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -422,10 +423,13 @@ def write_gaussian_results(report: Report, sizes, seeds, kl, lrs, slopes, n_para
         for si in range(len(seeds)):
             ax.loglog(sizes, kl[name][si], style, alpha=0.25, color="C0" if style == "o-" else "C1")
         ax.loglog(sizes, mean[name], style, color="C0" if style == "o-" else "C1",
-                  label=f"{name} (mean slope {sum(slopes[name]) / len(seeds):.2f})")
+                  label=say(f"{name} (mean slope {sum(slopes[name]) / len(seeds):.2f})",
+                            f"{name.replace('softmax regression', 'softmax 回归')}"
+                            f"（平均斜率 {sum(slopes[name]) / len(seeds):.2f}）"))
     ax.loglog(sizes, theory, "k--", label=f"p/(2n), p = {n_params}")
-    ax.set_xlabel("training examples n")
-    ax.set_ylabel("KL(true || learned), nats")
+    ax.set_xlabel(say("training examples n", "训练样本数 n"))
+    ax.set_ylabel(say("KL(true || learned), nats", "KL(真实 || 学到的)，奈特"))
+
     ax.legend(fontsize=8)
     report.figure("kl_vs_n", fig, "The learned posterior approaches the true P(class | x): each seed faint, the mean "
                   "bold, the asymptotic theory for a well-specified maximum-likelihood fit dashed.")

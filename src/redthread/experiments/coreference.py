@@ -36,6 +36,7 @@ from redthread.experiments.report import Report
 from redthread.experiments.stats import proportion
 from redthread.experiments.winograd import PAIRS, Pair
 from redthread.interop.huggingface import resolve_pretrained
+from redthread.lang import say
 from redthread.plotting import pyplot
 from redthread.viz.heads import rank_heads
 from redthread.viz.inspector import load_inspector
@@ -245,26 +246,28 @@ def head_name(h: dict) -> str:
 
 def plot_pairs(mean: torch.Tensor, held: torch.Tensor, chosen: list, margins: torch.Tensor) -> plt.Figure:
     fig, axes = plt.subplots(1, 4, figsize=(17, 4), layout="constrained", width_ratios=[1, 1, 1.2, 1.2])
-    for ax, (m, title) in zip(axes[:2], ((mean, "mean over heads"), (held, "held-out head"))):
+    for ax, (m, title) in zip(axes[:2], ((mean, say("mean over heads", "各头的平均")),
+                                         (held, say("held-out head", "留出的头")))):
         top = float(m.abs().max()) * 1.1
         ax.axhline(0, color="grey", lw=0.6)
         ax.axvline(0, color="grey", lw=0.6)
-        ax.fill_between([0, top], 0, top, color="green", alpha=0.08, label="flips with the referent")
+        ax.fill_between([0, top], 0, top, color="green", alpha=0.08, label=say("flips with the referent", "随指代对象翻转"))
         ax.scatter(m[:, 0], m[:, 1], s=18)
         ax.set_xlim(-top, top)
         ax.set_ylim(-top, top)
-        ax.set_xlabel("margin in text 1")
-        ax.set_ylabel("margin in text 2")
-        ax.set_title(f"{title}: {int(flips(m).sum())}/{len(m)} pairs flip")
+        ax.set_xlabel(say("margin in text 1", "文本 1 里的差值"))
+        ax.set_ylabel(say("margin in text 2", "文本 2 里的差值"))
+        ax.set_title(say(f"{title}: {int(flips(m).sum())}/{len(m)} pairs flip",
+                         f"{title}：{len(m)} 个句对中有 {int(flips(m).sum())} 个翻转"))
         ax.legend(fontsize=8, loc="lower left")
     for ax, half, (layer, head), name in zip(axes[2:], halves(len(margins)), chosen, ("even", "odd")):
         score = margins[half].mean((0, 1))  # (L, H)
         bound = float(score.abs().max())
         image = ax.imshow(score, cmap="coolwarm", vmin=-bound, vmax=bound, aspect="auto")
         ax.scatter([head], [layer], s=160, facecolors="none", edgecolors="k")
-        ax.set_title(f"mean margin on the {name} pairs")
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
+        ax.set_title(say(f"mean margin on the {name} pairs", f"{'偶数' if name == 'even' else '奇数'}句对上的平均差值"))
+        ax.set_xlabel(say("head", "头"))
+        ax.set_ylabel(say("layer", "层"))
         fig.colorbar(image, ax=ax)
     return fig
 
@@ -276,10 +279,12 @@ def plot_heads(tired: dict, wide: dict) -> plt.Figure:
     fig, axes = plt.subplots(2, 2, figsize=(10, 6), layout="constrained")
     for ax, ((name, word), m) in zip(axes.flat, maps.items()):
         image = ax.imshow(m, vmin=0, vmax=top, cmap="viridis", aspect="auto")
-        ax.set_title(f"'{SOURCE}' -> '{word}', ...too {name} (mean {float(m.mean()):.3f})")
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
+        ax.set_title(say(f"'{SOURCE}' -> '{word}', ...too {name} (mean {float(m.mean()):.3f})",
+                         f"'{SOURCE}' -> '{word}'，'...too {name}'（平均 {float(m.mean()):.3f}）"))
+        ax.set_xlabel(say("head", "头"))
+        ax.set_ylabel(say("layer", "层"))
         ax.set_xticks(range(m.size(1)))
         ax.set_yticks(range(m.size(0)))
-    fig.colorbar(image, ax=axes, label="attention weight")
+    fig.colorbar(image, ax=axes, label=say("attention weight", "注意力权重"))
+
     return fig

@@ -68,6 +68,7 @@ from redthread.experiments.criteria import ABOVE, BELOW, WITHIN, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import tune
+from redthread.lang import say
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
 from redthread.models.base import LanguageModel
@@ -600,20 +601,25 @@ def _plot(identity, chance, grads_init, stress_runs, stress_lr, depths, res: Reg
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
     styles = dict(zip(VARIANTS, ("o-", "s--", "^-", "v:")))
     for v in VARIANTS:
-        axes[0].plot(depths, [sum(identity[v, d]) / len(identity[v, d]) for d in depths], styles[v], label=v)
-        axes[1].semilogy(range(1, res.depth + 1), [max(n, TINY) for n in grads_init[v][0]], styles[v], label=v)
-    axes[0].plot(depths, [sum(chance[d]) / len(chance[d]) for d in depths], "k:", lw=1, label="shuffled ids (chance)")
+        axes[0].plot(depths, [sum(identity[v, d]) / len(identity[v, d]) for d in depths], styles[v], label=_shown(v))
+        axes[1].semilogy(range(1, res.depth + 1), [max(n, TINY) for n in grads_init[v][0]], styles[v], label=_shown(v))
+    axes[0].plot(depths, [sum(chance[d]) / len(chance[d]) for d in depths], "k:", lw=1,
+                 label=say("shuffled ids (chance)", "打乱的编号（随机猜测）"))
     axes[0].axhline(0.5, color="grey", ls=":", lw=1)
-    axes[0].set(xlabel="depth (blocks)", ylabel="share explained by the current token", xscale="log",
-                title="Token identity of the last block's output, at init", ylim=(-0.02, 1.02))
+    axes[0].set(xlabel=say("depth (blocks)", "深度（层数）"),
+                ylabel=say("share explained by the current token", "当前词元能解释的比例"), xscale="log",
+                title=say("Token identity of the last block's output, at init", "初始化时最后一层输出里的词元身份"),
+                ylim=(-0.02, 1.02))
     axes[0].minorticks_off()
     axes[0].set_xticks(depths, [str(d) for d in depths])
-    axes[1].set(xlabel="block", ylabel="gradient norm (floored at 1e-30)", title=f"Gradient norm per block at init, depth {res.depth}")
+    axes[1].set(xlabel=say("block", "层（从 1 计数）"), ylabel=say("gradient norm (floored at 1e-30)", "梯度范数（下限 1e-30）"),
+                title=say(f"Gradient norm per block at init, depth {res.depth}", f"初始化时每一层的梯度范数，深度 {res.depth}"))
     for arm in (REFERENCE, NO_LN):
         axes[2].semilogy(range(stress.depth + 1), stress_runs[arm, first]["input_std"], styles[arm],
-                         label=f"{arm} (lr {stress_lr[arm]:g})")
-    axes[2].set(xlabel="block (last point: input to the head)", ylabel="std of the stream",
-                title=f"Stress regime after training, depth {stress.depth}")
+                         label=say(f"{arm} (lr {stress_lr[arm]:g})", f"{_shown(arm)}（学习率 {stress_lr[arm]:g}）"))
+    axes[2].set(xlabel=say("block (last point: input to the head)", "层（最后一点：输出层的输入）"),
+                ylabel=say("std of the stream", "残差流的标准差"),
+                title=say(f"Stress regime after training, depth {stress.depth}", f"训练之后的压力设置，深度 {stress.depth}"))
     for ax in axes:
         ax.legend(fontsize=8)
     return fig
@@ -629,12 +635,22 @@ def _plot_flow(grads_init: dict, runs: dict, res: Regime, seeds: list[int]):
         return 10 ** np.nanmean(logs, axis=0) if np.isfinite(logs).any() else np.full(res.depth, np.nan)
 
     for ax, v in zip(axes, VARIANTS):
-        ax.semilogy(blocks, geometric_mean(grads_init[v]), "k-o", ms=3, label="init")
+        ax.semilogy(blocks, geometric_mean(grads_init[v]), "k-o", ms=3, label=say("init", "初始化"))
         for i, f in enumerate(FLOW_FRACTIONS):
             norms = geometric_mean([runs[v, s]["grads"][f] for s in seeds])
             ax.semilogy(blocks, norms, "-o", color=plt.cm.viridis(0.2 + 0.6 * i / max(len(FLOW_FRACTIONS) - 1, 1)),
-                        ms=3, label=f"{f:.0%} of training")
-        ax.set(xlabel="block (1: first, nearest the embedding)", title=v)
+                        ms=3, label=say(f"{f:.0%} of training", f"训练进行到 {f:.0%}"))
+        ax.set(xlabel=say("block (1: first, nearest the embedding)", "层（从 1 计数，1 最靠近嵌入）"), title=_shown(v))
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("gradient norm over the block's parameters")
+    axes[0].set_ylabel(say("gradient norm over the block's parameters", "这一层参数上的梯度范数"))
     return fig
+
+
+VARIANTS_ZH = {"residual + LayerNorm": "残差 + 层归一化", "residual only": "只有残差", "LayerNorm only": "只有层归一化",
+               "neither": "两者都没有"}
+
+
+def _shown(variant: str) -> str:
+    """A variant's name in the language chosen."""
+    return say(variant, VARIANTS_ZH.get(variant, variant))
+

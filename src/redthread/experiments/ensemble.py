@@ -33,6 +33,7 @@ from redthread.errors import RedthreadError
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.heads import columns_mean_ablated
 from redthread.experiments.report import Report
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
@@ -228,14 +229,18 @@ def _figure(within, across, untrained, costs):
     for i, vals in enumerate((within, across, untrained)):  # one model, two models, untrained
         a.scatter(np.full(len(vals), i), vals, color=f"C{i}")
         a.bar(i, np.mean(vals), color=f"C{i}", alpha=0.3)
-    a.set_xticks(range(3), ["heads of one model", "heads of two models", "untrained heads"])
-    a.set(ylabel="mean pairwise JSD (nats)", title="Disagreement between heads")
-    for j, (name, idx) in enumerate((("k heads", 0), ("same width, random", 1))):
+    a.set_xticks(range(3), [say("heads of one model", "同一个模型的头"), say("heads of two models", "两个模型的头"),
+                            say("untrained heads", "未训练的头")])
+    a.set(ylabel=say("mean pairwise JSD (nats)", "两两之间 JSD 的平均（奈特）"),
+          title=say("Disagreement between heads", "头与头之间的分歧"))
+    for j, (name, idx) in enumerate(((say("k heads", "k 个头"), 0), (say("same width, random", "同样宽度，随机维度"), 1))):
         for k, cs in costs.items():
             vals = [c[idx] for c in cs]
             b.scatter(np.full(len(vals), k + (j - 0.5) * 0.2), vals, color=f"C{j}", label=name if k == KS[0] else None)
     b.set_xticks(list(costs), [str(k) for k in costs])
-    b.set(xlabel="heads removed (k)", ylabel="val NLL lost (nats)", title="Removing heads or random dimensions")
+    b.set(xlabel=say("heads removed (k)", "去掉的头数（k）"), ylabel=say("val NLL lost (nats)", "验证集 NLL 的损失（奈特）"),
+          title=say("Removing heads or random dimensions", "去掉头，或去掉随机的维度"))
+
     b.axhline(0, color="black", lw=0.8)
     b.legend()
     return fig

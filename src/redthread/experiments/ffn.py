@@ -47,6 +47,7 @@ from redthread.errors import InvalidValue
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
+from redthread.lang import say
 from redthread.models.regression import SoftmaxRegression
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -115,7 +116,20 @@ class RuleSource(SyntheticSource):
         return out
 
 
-def sublayers(model: TransformerLM) -> list[tuple[str, torch.nn.Module]]:
+ZH = {"embedding": "嵌入", "attention": "注意力", "FFN": "前馈网络", "every attention sublayer": "所有注意力子层",
+      "every FFN": "所有前馈网络", "f (rule output)": "f（规则的输出）"}  # the figures' names in Chinese
+
+
+def _shown(name: str) -> str:
+    """A sublayer's or a probe target's name in the language chosen: 'FFN 1' is '前馈网络 1' in Chinese."""
+    kind, _, i = name.rpartition(" ")
+    if kind in ZH and i.isdigit():
+        return say(name, f"{ZH[kind]} {i}")
+    return say(name, ZH.get(name, name))
+
+
+def sublayers(
+model: TransformerLM) -> list[tuple[str, torch.nn.Module]]:
     """(name, module) of every sublayer in order: attention 0, FFN 0, attention 1, ..."""
     return [(f"{kind} {i}", getattr(block, attr)) for i, block in enumerate(model.blocks)
             for kind, attr in (("attention", "self_attn"), ("FFN", "ffn"))]
@@ -317,13 +331,15 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
     for (k, acc), style, color in zip(accuracy.items(), ("o-", "s-", "^--"), ("C0", "C1", "C2")):
         for r in runs:
             ax.plot(range(len(points)), r["accuracy"][k], "-", color=color, alpha=0.25, lw=1)
-        ax.plot(range(len(points)), acc, style, color=color, label=k)
-    ax.axhline(1 / VOCAB, color="grey", ls=":", label="chance")
+        ax.plot(range(len(points)), acc, style, color=color, label=_shown(k))
+    ax.axhline(1 / VOCAB, color="grey", ls=":", label=say("chance", "随机猜测"))
     for i, name in enumerate(names):
         ax.axvspan(i + 0.05, i + 0.95, color="tab:blue" if name.startswith("attention") else "tab:orange", alpha=0.08)
-    ax.set_xticks(range(len(points)), points, rotation=20)
-    ax.set(xlabel="residual stream after … (shaded: blue across attention, orange across an FFN)",
-           ylabel="held-out probe accuracy", ylim=(0, 1.05), title="What a linear read-out finds, sublayer by sublayer")
+    ax.set_xticks(range(len(points)), [_shown(p) for p in points], rotation=20)
+    ax.set(xlabel=say("residual stream after … (shaded: blue across attention, orange across an FFN)",
+                      "……之后的残差流（阴影：蓝色跨过注意力，橙色跨过前馈网络）"),
+           ylabel=say("held-out probe accuracy", "探针在留出数据上的准确率"), ylim=(0, 1.05),
+           title=say("What a linear read-out finds, sublayer by sublayer", "线性读出逐个子层找到了什么"))
     ax.legend(fontsize=8)
     report.figure("probes", fig, "Accuracy of linear probes for the two context tokens and the rule's output, after the "
                   "embedding and after each sublayer (thick: mean over seeds; thin: each seed).")
@@ -333,10 +349,11 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
             color=["tab:blue" if "attention" in k else "tab:orange" for k in labels])
     for j, k in enumerate(labels):
         ax.plot([r["lost"][k] for r in runs], [j] * len(runs), "k.", ms=4)
-    ax.axvline(0.89, color="k", ls=":", lw=1, label="threshold 0.89 nats")
-    ax.set_yticks(range(len(labels)), labels)
+    ax.axvline(0.89, color="k", ls=":", lw=1, label=say("threshold 0.89 nats", "阈值 0.89 奈特"))
+    ax.set_yticks(range(len(labels)), [_shown(k) for k in labels])
     ax.invert_yaxis()
-    ax.set(xlabel="NLL lost at the rule's positions (nats)", title="Mean-ablating attention (blue) and FFN (orange)")
+    ax.set(xlabel=say("NLL lost at the rule's positions (nats)", "规则所在位置上 NLL 的损失（奈特）"),
+           title=say("Mean-ablating attention (blue) and FFN (orange)", "均值消融注意力（蓝色）和前馈网络（橙色）"))
     ax.legend(fontsize=8)
     report.figure("ablation", fig, "NLL lost when a sublayer, or every sublayer of a kind, outputs only its mean (bars: "
                   "mean over seeds; dots: each seed).")

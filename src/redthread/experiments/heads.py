@@ -48,6 +48,7 @@ from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import tune
+from redthread.lang import say
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -354,13 +355,18 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                   for h in range(N_HEAD)], title=f"Seed {seed}: each head, where it attends and what mean-ablating it costs (nats)")
 
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    shown = {first["near_head"]: say(kinds[first["near_head"]], f"间隔 {NEAR}（复制）"),
+             first["far_head"]: say(kinds[first["far_head"]], f"间隔 {FAR}（换序后复制）")}
+
     for h in range(N_HEAD):
-        ax.plot(range(SHOWN_OFFSETS), weights[h], "os^v"[h % 4] + "-:"[h % 2], label=f"head {h}: {kinds.get(h, '-')}")
+        ax.plot(range(SHOWN_OFFSETS), weights[h], "os^v"[h % 4] + "-:"[h % 2],
+                label=say(f"head {h}: {shown.get(h, '-')}", f"头 {h}：{shown.get(h, '-')}"))
     for key, lag in ((near_key, NEAR), (far_key, FAR)):
         ax.axvline(key, color="grey", ls=":", lw=1)
-        ax.text(key, 1.02, f"lag {lag}", ha="center", fontsize=8)
-    ax.set(xlabel="key offset (places before the query)", ylabel="mean attention weight", ylim=(0, 1.08),
-           title=f"Where each head attends (seed {seed})")
+        ax.text(key, 1.02, say(f"lag {lag}", f"间隔 {lag}"), ha="center", fontsize=8)
+    ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+           ylabel=say("mean attention weight", "平均注意力权重"), ylim=(0, 1.08),
+           title=say(f"Where each head attends (seed {seed})", f"每个头关注哪里（种子 {seed}）"))
     ax.legend(fontsize=8)
     report.figure("offsets", fig, f"Mean attention weight of each head against the key's offset (seed {seed}); lag "
                   f"{NEAR} is offset {near_key}, lag {FAR} offset {far_key}.")
@@ -371,9 +377,12 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
     for j, key in enumerate(("dissociation_near", "dissociation_far")):
         ax.scatter(np.full(len(seeds), j), per_seed[key], color=f"C{j}")
         ax.bar(j, np.mean(per_seed[key]), color=f"C{j}", alpha=0.3)
-    ax.set_xticks([0, 1], [f"lag-{NEAR} head:\ncost on lag-{NEAR} minus lag-{FAR} positions",
-                           f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions"], fontsize=8)
-    ax.set(ylabel="NLL lost, difference (nats)", title="Mean-ablating each lag's head, per seed")
+    ax.set_xticks([0, 1], [say(f"lag-{NEAR} head:\ncost on lag-{NEAR} minus lag-{FAR} positions",
+                               f"间隔 {NEAR} 的头：\n间隔 {NEAR} 的位置上的代价减去间隔 {FAR} 的"),
+                           say(f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions",
+                               f"间隔 {FAR} 的头：\n间隔 {FAR} 的位置上的代价减去间隔 {NEAR} 的")], fontsize=8)
+    ax.set(ylabel=say("NLL lost, difference (nats)", "NLL 的损失之差（奈特）"),
+           title=say("Mean-ablating each lag's head, per seed", "均值消融每个间隔的头，逐个种子"))
     ax.axhline(0, color="black", lw=0.8)
     report.figure("ablation", fig, "Per seed: what mean-ablating each lag's most specialised head costs on its own "
                   f"lag's positions minus on the other lag's; the claim needs both above "
@@ -387,11 +396,13 @@ def _maps_figure(model: TransformerLM, single: TransformerLM, x: Tensor, near: i
         model(x)
     with record_attention(single) as single_maps:
         single(x)
-    panels = [(f"head {h}, lag {lag}", maps.decoder[0][0, h]) for h, lag in ((near, NEAR), (far, FAR)) if h is not None]
-    panels.append(("the single head", single_maps.decoder[0][0, 0]))
+    panels = [(say(f"head {h}, lag {lag}", f"头 {h}，间隔 {lag}"), maps.decoder[0][0, h])
+              for h, lag in ((near, NEAR), (far, FAR)) if h is not None]
+    panels.append((say("the single head", "只有一个头的模型"), single_maps.decoder[0][0, 0]))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.6), layout="constrained", squeeze=False)
     for ax, (title, att) in zip(axes[0], panels):
         im = ax.imshow(att, cmap="viridis", vmin=0, vmax=1)
-        ax.set(title=title, xlabel="key position", ylabel="query position")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="attention weight")
+        ax.set(title=title, xlabel=say("key position", "键的位置"), ylabel=say("query position", "查询的位置"))
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label=say("attention weight", "注意力权重"))
+
     return fig

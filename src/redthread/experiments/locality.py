@@ -39,6 +39,7 @@ from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import tune
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -67,6 +68,8 @@ POSITIONS = ("sinusoidal", "learned", "rope", "none")
 CHECKED = POSITIONS[:3]  # "none" is the reference: no claim is made about it
 NEAR = {"plays": 3, "markov": 2}  # keys counted as nearby, fixed in advance (see criteria.py)
 CORPUS_NAMES = {"plays": "Shakespeare's characters", "markov": "order-2 Markov source"}
+CORPUS_NAMES_ZH = {"plays": "莎士比亚剧本的字符", "markov": "2 阶马尔可夫信源"}
+POSITIONS_ZH = {"sinusoidal": "正弦位置编码", "learned": "可学习位置编码", "rope": "旋转位置编码（RoPE）", "none": "无位置编码"}
 MARKOV_VOCAB, MARKOV_HIERARCHY = 8, 1.0
 GRID = {"lr": (1e-3, 3e-3, 1e-2)}  # per corpus and kind of position, on the set's tuning seed; extends past an edge
 QUICK_LR = 3e-3
@@ -221,9 +224,12 @@ def _figure(mean_prof: dict, block: int):
     for ax, (corpus, ps) in zip(axes[0], mean_prof.items()):
         for i, (pos, profile) in enumerate(ps.items()):
             offsets = np.arange(len(profile))
-            ax.plot(offsets, profile, "-o", color="black" if pos == "none" else f"C{i}", ms=3, label=pos)
-        ax.plot(offsets, np.full(len(offsets), np.mean(1 / (q + 1))), color="grey", lw=1, label="uniform")
-        ax.set(xlabel="key offset (places before the query)", ylabel="mean attention weight", yscale="log",
-               title=CORPUS_NAMES[corpus])
+            ax.plot(offsets, profile, "-o", color="black" if pos == "none" else f"C{i}", ms=3,
+                    label=say(pos, POSITIONS_ZH.get(pos, pos)))
+        ax.plot(offsets, np.full(len(offsets), np.mean(1 / (q + 1))), color="grey", lw=1, label=say("uniform", "均匀分布"))
+        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+               ylabel=say("mean attention weight", "平均注意力权重"), yscale="log",
+               title=say(CORPUS_NAMES[corpus], CORPUS_NAMES_ZH[corpus]))
+
         ax.legend(fontsize=8)
     return fig

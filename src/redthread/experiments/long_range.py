@@ -51,6 +51,7 @@ from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import estimate, run_seeds, tuning_seed
 from redthread.experiments.tuning import Tuned, tune
+from redthread.lang import say
 from redthread.models.likelihoods import token_nll
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -364,13 +365,15 @@ def accuracy_figure(distances, acc, params, steps, n_seeds) -> plt.Figure:
         mean = [c[0] for c in cells]
         err = [[m - c[1] for m, c in zip(mean, cells)], [c[2] - m for m, c in zip(mean, cells)]]
         ax.errorbar(distances, mean, yerr=err, fmt=marker + "-", capsize=3,
-                    label=f"{name} ({params[name] / 1e3:.1f}k params)")
-    ax.axhline(CHANCE, color="gray", ls=":", label=f"chance (1/{VOCAB})")
+                    label=say(f"{name} ({params[name] / 1e3:.1f}k params)", f"{name}（{params[name] / 1e3:.1f}k 个参数）"))
+    ax.axhline(CHANCE, color="gray", ls=":", label=say(f"chance (1/{VOCAB})", f"随机猜测（1/{VOCAB}）"))
     ax.set_xscale("log", base=2)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("distance L (tokens back)")
-    ax.set_ylabel("recall accuracy on test sequences")
-    ax.set_title(f"Recall at distance L: {steps} steps × {BATCH} sequences, {n_seeds} seeds")
+    ax.set_xlabel(say("distance L (tokens back)", "距离 L（往前数的词元数）"))
+    ax.set_ylabel(say("recall accuracy on test sequences", "测试序列上回忆的准确率"))
+    ax.set_title(say(f"Recall at distance L: {steps} steps × {BATCH} sequences, {n_seeds} seeds",
+                     f"距离 L 上的回忆：{steps} 步 × {BATCH} 条序列，{n_seeds} 个种子"))
+
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig

@@ -51,6 +51,7 @@ from redthread.experiments.long_range import (
 )
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
+from redthread.lang import say
 from redthread.plotting import pyplot
 
 plt = pyplot()
@@ -221,11 +222,13 @@ def excess_figure(sizes, loads, excess, params) -> plt.Figure:
             mean = [c[0] for c in cells]
             err = [[m - c[1] for m, c in zip(mean, cells)], [c[2] - m for m, c in zip(mean, cells)]]
             ax.errorbar(sizes, mean, yerr=err, fmt=marker + "-", capsize=3,
-                        label=f"{name} ({params[name][0]:,}–{params[name][-1]:,} params)")
+                        label=say(f"{name} ({params[name][0]:,}–{params[name][-1]:,} params)",
+                                  f"{name}（{params[name][0]:,}–{params[name][-1]:,} 个参数）"))
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("size level: recurrent d_hidden")
-        ax.set_title(f"load L = {L} ({4 * L} bits to hold)")
+        ax.set_xlabel(say("size level: recurrent d_hidden", "大小档位：循环网络的 d_hidden"))
+        ax.set_title(say(f"load L = {L} ({4 * L} bits to hold)", f"负载 L = {L}（要记住 {4 * L} 比特）"))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test excess NLL over Bayes (nats/token)")
+    axes[0].set_ylabel(say("test excess NLL over Bayes (nats/token)", "测试集上超出贝叶斯极限的 NLL（奈特/词元）"))
+
     axes[0].legend(fontsize=8)
     return fig

@@ -42,6 +42,7 @@ from redthread.data.tensors import TensorSplits
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
+from redthread.lang import say
 from redthread.layers.attention import MultiHeadAttention
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import Encoder, TransformerConfig, TransformerLM
@@ -257,11 +258,14 @@ def _plot_errors(errors: dict, names: dict) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
     for i, (_key, values) in enumerate(errors.items()):
         ax.scatter([i] * len(values), [max(v, 1e-12) for v in values], s=12, alpha=0.6)
-    ax.axhline(EQUIVARIANT, color="k", ls=":", lw=1, label=f"tolerance {EQUIVARIANT:g}")
+    ax.axhline(EQUIVARIANT, color="k", ls=":", lw=1, label=say(f"tolerance {EQUIVARIANT:g}", f"容差 {EQUIVARIANT:g}"))
     ax.set_yscale("log")
-    ax.set_xticks(range(len(errors)), [names[k].replace(", ", ",\n", 1) for k in errors], fontsize=8)
+    names_zh = {"attention": "MultiHeadAttention，无掩码", "encoder_none": "Encoder，pos='none'",
+                "encoder_sinusoidal": "Encoder，pos='sinusoidal'", "causal_none": "因果 TransformerLM，pos='none'（不检查）"}
+    shown = [say(names[k].replace(", ", ",\n", 1), names_zh.get(k, names[k]).replace("，", "，\n", 1)) for k in errors]
+    ax.set_xticks(range(len(errors)), shown, fontsize=8)
     ax.set_ylabel("max |f(x[perm]) − f(x)[perm]|")
-    ax.set_title("Permute, run, permute back")
+    ax.set_title(say("Permute, run, permute back", "换序、运行、再换回来"))
     ax.legend(fontsize=8)
     return fig
 
@@ -269,15 +273,18 @@ def _plot_errors(errors: dict, names: dict) -> plt.Figure:
 def _plot_learning(runs: list[dict]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     for i, r in enumerate(runs):
-        for pos, style, color, label in (("sinusoidal", "-", "C0", "sinusoidal positions"), ("none", "--", "C1", "no positions")):
+        for pos, style, color, label in (("sinusoidal", "-", "C0", say("sinusoidal positions", "正弦位置编码")),
+                                         ("none", "--", "C1", say("no positions", "无位置编码"))):
             losses = torch.tensor(r[f"losses_{pos}"])
             smooth = losses[: len(losses) // 10 * 10].view(-1, 10).mean(-1)  # (steps / 10,)
             ax.plot(torch.arange(len(smooth)) * 10 + 10, smooth, style, color=color, alpha=0.8, label=label if i == 0 else None)
-    ax.axhline(runs[0]["bound_nll"], color="C1", ls=":", lw=1, label="best order-blind NLL (multiset bound)")
-    ax.axhline(math.log(VOCAB), color="0.5", ls=":", lw=1, label=f"chance, log {VOCAB}")
+    ax.axhline(runs[0]["bound_nll"], color="C1", ls=":", lw=1,
+               label=say("best order-blind NLL (multiset bound)", "不看顺序时最好的 NLL（多重集的界）"))
+    ax.axhline(math.log(VOCAB), color="0.5", ls=":", lw=1, label=say(f"chance, log {VOCAB}", f"随机猜测，log {VOCAB}"))
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training NLL (nats), mean over 10 steps")
-    ax.set_title(f"Name the first of {LENGTH} tokens")
+    ax.set_xlabel(say("step", "训练步"))
+    ax.set_ylabel(say("training NLL (nats), mean over 10 steps", "训练集 NLL（奈特），每 10 步的平均"))
+    ax.set_title(say(f"Name the first of {LENGTH} tokens", f"说出 {LENGTH} 个词元中的第一个"))
+
     ax.legend(fontsize=8)
     return fig

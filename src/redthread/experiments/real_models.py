@@ -105,6 +105,7 @@ from redthread.experiments.report import Report
 from redthread.experiments.stats import SMOKE, combine, estimate, run_seeds
 from redthread.experiments.winograd import PAIRS
 from redthread.interop.huggingface import resolve_pretrained
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM, softcap
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, train
@@ -839,24 +840,26 @@ def plot_profiles(results: list[dict], minilm: dict | None, large: dict, T: int)
     for pos, colour in (("rope", "C0"), ("none", "black")):
         profile = torch.stack(per_seed(results, f"profile_{pos}")).mean((0, 1))  # (O,)
         ax.plot(np.arange(len(profile)), profile, "-o", ms=2, color=colour,
-                label="(a) rotary" if pos == "rope" else "(a) no positions")
+                label=say("(a) rotary", "(a) 旋转位置编码") if pos == "rope" else say("(a) no positions", "(a) 无位置编码"))
     profile = large["profile"].mean(0)  # (O,)
-    ax.plot(np.arange(len(profile)), profile, "-o", ms=2, color="C2", label="(c) larger, rotary")
-    ax.axhline(np.mean(1 / (np.arange(T // 2, T) + 1)), color="grey", lw=1, label="uniform")
-    ax.set(xlabel="key offset (places before the query)", ylabel="mean attention weight", yscale="log",
-           title="Shakespeare models")
+    ax.plot(np.arange(len(profile)), profile, "-o", ms=2, color="C2", label=say("(c) larger, rotary", "(c) 更大的模型，旋转位置编码"))
+    ax.axhline(np.mean(1 / (np.arange(T // 2, T) + 1)), color="grey", lw=1, label=say("uniform", "均匀分布"))
+    ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+           ylabel=say("mean attention weight", "平均注意力权重"), yscale="log",
+           title=say("Shakespeare models", "莎士比亚模型"))
     ax.legend(fontsize=8)
     ax = axes[1]
     if minilm is None:
         ax.axis("off")
-        ax.set_title("MiniLM: not installed")
+        ax.set_title(say("MiniLM: not installed", "MiniLM：没有安装"))
         return fig
     offsets = np.arange(-SHOWN_OFFSETS, SHOWN_OFFSETS + 1)
     ax.plot(offsets, minilm["profile"], "-o", ms=3, color="C1", label="MiniLM")
-    ax.axhline(minilm["uniform_key"], color="grey", lw=1, label="uniform (1 / n)")
-    ax.axvspan(-RADIUS - 0.5, RADIUS + 0.5, color="C1", alpha=0.1, label=f"|offset| <= {RADIUS}")
-    ax.set(xlabel="key offset (places before the query; < 0: after)", ylabel="mean attention weight",
-           title="MiniLM, Winograd texts")
+    ax.axhline(minilm["uniform_key"], color="grey", lw=1, label=say("uniform (1 / n)", "均匀分布（1 / n）"))
+    ax.axvspan(-RADIUS - 0.5, RADIUS + 0.5, color="C1", alpha=0.1, label=say(f"|offset| <= {RADIUS}", f"|偏移| <= {RADIUS}"))
+    ax.set(xlabel=say("key offset (places before the query; < 0: after)", "键的偏移（在查询之前几个位置；< 0：之后）"),
+           ylabel=say("mean attention weight", "平均注意力权重"),
+           title=say("MiniLM, Winograd texts", "MiniLM，Winograd 句子"))
     ax.legend(fontsize=8)
     return fig
 
@@ -865,20 +868,25 @@ def _heatmap(ax, scores: Tensor, title: str, marks: list[tuple[tuple[int, int], 
     image = ax.imshow(scores, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     for (layer, head), marker in marks:
         ax.scatter([head], [layer], s=200, marker=marker, facecolors="none", edgecolors="r", linewidths=2)
-    ax.set(title=title, xlabel="head", ylabel="layer", xticks=range(scores.size(1)), yticks=range(scores.size(0)))
+    ax.set(title=title, xlabel=say("head", "头"), ylabel=say("layer", "层"), xticks=range(scores.size(1)),
+           yticks=range(scores.size(0)))
     ax.figure.colorbar(image, ax=ax)
 
 
 def plot_roles(first: dict, large: dict, minilm: dict | None) -> plt.Figure:
     rows = 2 if minilm is None else 3
     fig, axes = plt.subplots(rows, 2, figsize=(11, 3.6 * rows), layout="constrained", squeeze=False)
-    for row, (r, tier) in enumerate(((first, "(a)"), (large, "(c) larger"))):
-        _heatmap(axes[row, 0], r["scores_previous"], f"{tier}: previous character", [(r["head_previous"], "o")])
-        _heatmap(axes[row, 1], r["scores_word_start"], f"{tier}: word start", [(r["head_word_start"], "o")])
+    for row, (r, tier) in enumerate(((first, "(a)"), (large, say("(c) larger", "(c) 更大的模型")))):
+        _heatmap(axes[row, 0], r["scores_previous"], say(f"{tier}: previous character", f"{tier}：前一个字符"),
+                 [(r["head_previous"], "o")])
+        _heatmap(axes[row, 1], r["scores_word_start"], say(f"{tier}: word start", f"{tier}：词的开头"),
+                 [(r["head_word_start"], "o")])
     if minilm is not None:
         (even_p, even_n), (odd_p, odd_n) = minilm["chosen"]
-        _heatmap(axes[2, 0], minilm["previous_scores"], "MiniLM: previous token", [(even_p, "o"), (odd_p, "s")])
-        _heatmap(axes[2, 1], minilm["next_scores"], "MiniLM: next token", [(even_n, "o"), (odd_n, "s")])
+        _heatmap(axes[2, 0], minilm["previous_scores"], say("MiniLM: previous token", "MiniLM：前一个词元"),
+                 [(even_p, "o"), (odd_p, "s")])
+        _heatmap(axes[2, 1], minilm["next_scores"], say("MiniLM: next token", "MiniLM：后一个词元"),
+                 [(even_n, "o"), (odd_n, "s")])
     return fig
 
 
@@ -887,16 +895,17 @@ def plot_identity(results: list[dict], large: dict) -> plt.Figure:
     small = np.arange(len(results[0]["identity"]))  # the embedding, then each block of (a)'s model
     for r in results:
         ax.plot(small, r["identity"], "-", color="grey", lw=0.8, alpha=0.7)
-    ax.plot(small, np.mean([r["identity"] for r in results], 0), "-o", color="black", label="(a), mean over seeds")
+    ax.plot(small, np.mean([r["identity"] for r in results], 0), "-o", color="black",
+            label=say("(a), mean over seeds", "(a)，各种子的平均"))
     ax.plot(small, np.mean([r["identity_chance"] for r in results], 0), "--", color="black",
-            label="shuffled characters")
+            label=say("shuffled characters", "打乱的字符"))
     x = np.arange(len(large["identity"]))  # the larger model's streams: more blocks
-    ax.plot(x, large["identity"], "-o", color="C0", label="(c) larger model")
+    ax.plot(x, large["identity"], "-o", color="C0", label=say("(c) larger model", "(c) 更大的模型"))
     ax.plot(x, large["identity_chance"], "--", color="C0", lw=0.8)
-    ax.axhline(CRITERIA["identity_plays"].floor, color="r", ls=":", label="the check's floor")
-    names = ["embedding"] + [f"block {i + 1}" for i in range(len(x) - 1)]
-    ax.set(xticks=x, xticklabels=names, ylabel="share of variance explained by the character", ylim=(-0.02, 1.02),
-           title="Token identity through the residual stream")
+    ax.axhline(CRITERIA["identity_plays"].floor, color="r", ls=":", label=say("the check's floor", "这项检查的下限"))
+    names = [say("embedding", "嵌入")] + [say(f"block {i + 1}", f"层 {i} 之后") for i in range(len(x) - 1)]
+    ax.set(xticks=x, xticklabels=names, ylabel=say("share of variance explained by the character", "字符能解释的方差比例"),
+           ylim=(-0.02, 1.02), title=say("Token identity through the residual stream", "残差流里的词元身份"))
     ax.legend(fontsize=8)
     return fig
 
@@ -908,11 +917,13 @@ def plot_reliability(c: dict) -> plt.Figure:
                                (axes[1], "reliability_scaled", f"T = {c['temperature']:.3f}", c["gap_scaled"])):
         r = c[key]
         ax.bar(centres, [0.0 if math.isnan(a) else a for a in r["accuracy"]], width=1 / N_BINS, edgecolor="k", lw=0.4,
-               alpha=0.8, label="accuracy")
+               alpha=0.8, label=say("accuracy", "准确率"))
         ax.bar(centres, [n / r["n"] for n in r["counts"]], width=1 / N_BINS, color="grey", alpha=0.4,
-               label="share of positions")
-        ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
-        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (top probability)", ylabel="accuracy",
-               title=f"{when}: ECE {r['ece']:.4f}, gap {gap:.4f}")
+               label=say("share of positions", "位置所占的比例"))
+        ax.plot([0, 1], [0, 1], "r--", lw=1, label=say("calibrated", "完全校准"))
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大的概率）"),
+               ylabel=say("accuracy", "准确率"), title=say(f"{when}: ECE {r['ece']:.4f}, gap {gap:.4f}",
+                                                          f"{when}：ECE {r['ece']:.4f}，差距 {gap:.4f}"))
+
         ax.legend(fontsize=8, loc="upper left")
     return fig

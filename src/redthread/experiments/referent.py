@@ -58,6 +58,7 @@ from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import tune
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -360,23 +361,29 @@ def _figure(runs: list[dict], seeds: list[int]):
     r = runs[0]
     names = [f"L{lay}.H{h}" for lay in range(N_LAYER) for h in range(N_HEAD)]
     x = np.arange(len(names))
-    axes[0].bar(x - 0.2, r["ref_weight"].flatten(), 0.4, label="referent")
-    axes[0].bar(x + 0.2, r["other_weight"].flatten(), 0.4, label="other candidate")
+    axes[0].bar(x - 0.2, r["ref_weight"].flatten(), 0.4, label=say("referent", "指代对象"))
+    axes[0].bar(x + 0.2, r["other_weight"].flatten(), 0.4, label=say("other candidate", "另一个候选"))
     chosen = r["head"][0] * N_HEAD + r["head"][1]
-    axes[0].annotate("chosen", (chosen, float(max(r["ref_weight"].max(), r["other_weight"].max()))), ha="center")
-    axes[0].set(xticks=x, xticklabels=names, ylabel="mean attention weight from 'it'", title=f"seed {seeds[0]}")
+    axes[0].annotate(say("chosen", "选中的头"), (chosen, float(max(r["ref_weight"].max(), r["other_weight"].max()))),
+                     ha="center")
+    axes[0].set(xticks=x, xticklabels=names, ylabel=say("mean attention weight from 'it'", "从 'it' 出发的平均注意力权重"),
+                title=say(f"seed {seeds[0]}", f"种子 {seeds[0]}"))
     axes[0].legend(fontsize=8)
     for i, r in enumerate(runs):
         lay, h = r["head"]
         mask = torch.ones(N_LAYER, N_HEAD, dtype=torch.bool)
         mask[lay, h] = False
-        axes[1].bar(i - 0.3, float(r["ref_weight"][lay, h]), 0.2, color="C0", label="chosen: referent" if i == 0 else None)
-        axes[1].bar(i - 0.1, float(r["other_weight"][lay, h]), 0.2, color="C1", label="chosen: other" if i == 0 else None)
+        axes[1].bar(i - 0.3, float(r["ref_weight"][lay, h]), 0.2, color="C0",
+                    label=say("chosen: referent", "选中的头：指代对象") if i == 0 else None)
+        axes[1].bar(i - 0.1, float(r["other_weight"][lay, h]), 0.2, color="C1",
+                    label=say("chosen: other", "选中的头：另一个候选") if i == 0 else None)
         axes[1].bar(i + 0.1, float(r["ref_weight"][mask].mean()), 0.2, color="C0", alpha=0.4,
-                    label="other heads: referent" if i == 0 else None)
+                    label=say("other heads: referent", "其他的头：指代对象") if i == 0 else None)
         axes[1].bar(i + 0.3, float(r["other_weight"][mask].mean()), 0.2, color="C1", alpha=0.4,
-                    label="other heads: other" if i == 0 else None)
-    axes[1].set(xticks=range(len(seeds)), xticklabels=[str(s) for s in seeds], xlabel="seed",
-                ylabel="mean attention weight from 'it'", title="chosen head vs the others")
+                    label=say("other heads: other", "其他的头：另一个候选") if i == 0 else None)
+    axes[1].set(xticks=range(len(seeds)), xticklabels=[str(s) for s in seeds], xlabel=say("seed", "种子"),
+                ylabel=say("mean attention weight from 'it'", "从 'it' 出发的平均注意力权重"),
+                title=say("chosen head vs the others", "选中的头与其他的头"))
+
     axes[1].legend(fontsize=8)
     return fig

@@ -24,6 +24,7 @@ from redthread.data.regression import make_regression
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
+from redthread.lang import say
 from redthread.models.regression import LinearRegression
 from redthread.plotting import pyplot
 from redthread.train.fit import fit_gd
@@ -146,11 +147,12 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     for c in curves:
         ax.loglog(sizes, c, "-", color="0.75", lw=1)
-    ax.loglog(sizes, errors, "o-", label="least squares, mean over seeds")
+    ax.loglog(sizes, errors, "o-", label=say("least squares, mean over seeds", "最小二乘，各种子的平均"))
     ax.loglog(sizes, theory, "--", label="σ²(F+1)/n")
-    ax.set_xlabel("training examples n")
-    ax.set_ylabel("mean (ŷ(x) − E[y|x])²")
-    ax.set_title(f"slopes {min(slopes):.2f} … {max(slopes):.2f}")
+    ax.set_xlabel(say("training examples n", "训练样本数 n"))
+    ax.set_ylabel(say("mean (ŷ(x) − E[y|x])²", "(ŷ(x) − E[y|x])² 的均值"))
+    ax.set_title(say(f"slopes {min(slopes):.2f} … {max(slopes):.2f}", f"斜率 {min(slopes):.2f} … {max(slopes):.2f}"))
+
     ax.legend()
     report.figure("error_vs_n", fig, "The prediction converges to E[y|x] as 1/n (grey: each seed; noise variance "
                   f"estimate {float(mse.noise_var_):.3f}, true {NOISE**2}).")

@@ -48,6 +48,7 @@ from redthread.experiments.stats import (
     proportion,
 )
 from redthread.files import atomic_write, atomic_write_text
+from redthread.lang import cjk_figure
 from redthread.plotting import pyplot
 
 plt = pyplot()
@@ -172,7 +173,8 @@ class Report:
     def figure(self, stem: str, fig: plt.Figure, caption: str = "") -> None:
         if stem in self.figures:
             raise InvalidValue(f"figure {stem!r} added twice")
-        self.figures[stem] = fig
+        self.figures[stem] = cjk_figure(fig)  # its Chinese words (rt.set_language("zh")) drawn in a CJK font
+
         self.sections.append(f"![{caption or stem}]({stem}.png)" + (f"\n\n*{caption}*" if caption else ""))
 
     def check(self, name: str, values, seeds: list[int] | None = None, seen: str = "") -> None:

@@ -41,6 +41,7 @@ from torch import Tensor
 from redthread.experiments import one_thread
 from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
+from redthread.lang import say
 from redthread.models.recurrent import RecurrentConfig, RecurrentLM
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -305,11 +306,13 @@ def plot(report: Report, curves, sweep, sweep_log_retention, critical, retention
     fig, ax = plt.subplots(figsize=(6.5, 4.2), layout="constrained")
     k = range(1, K + 1)
     for label, logn in curves.items():
-        ax.semilogy(k, (logn - logn[0]).exp(), label=label, lw=2 if label == "Transformer" else 1.5,
+        shown = say(label, label.replace(", ", "，").replace(" init", " 初始化"))
+        ax.semilogy(k, (logn - logn[0]).exp(), label=shown, lw=2 if label == "Transformer" else 1.5,
                     ls="--" if label.startswith("LSTM") else "-")
-    ax.set_xlabel("distance T − t (steps)")
+    ax.set_xlabel(say("distance T − t (steps)", "距离 T − t（步）"))
     ax.set_ylabel("‖∂h_T/∂state_t‖ / ‖∂h_T/∂state_(T−1)‖")
-    ax.set_title(f"Gradient norm against distance, at initialisation ({n_seeds} seeds)")
+    ax.set_title(say(f"Gradient norm against distance, at initialisation ({n_seeds} seeds)",
+                     f"初始化时梯度范数随距离的变化（{n_seeds} 个种子）"))
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     report.figure("gradient_vs_distance", fig, f"Retention against distance, geometric means over {n_seeds} seeds. "
@@ -320,11 +323,12 @@ def plot(report: Report, curves, sweep, sweep_log_retention, critical, retention
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     ax.plot(sweep, [v / math.log(10) for v in sweep_log_retention], "o-")
     ax.axhline(0, color="k", lw=0.8)
-    ax.axhline(math.log10(VANISH), color="tab:blue", ls=":", label=f"vanished ({VANISH:g})")
-    ax.axhline(math.log10(EXPLODE), color="tab:red", ls=":", label=f"exploded ({EXPLODE:g})")
-    ax.set_xlabel("spectral radius ρ of W_hh")
-    ax.set_ylabel(f"log10 retention over {K} steps")
-    ax.set_title(f"tanh RNN: retention over {K} steps against ρ")
+    ax.axhline(math.log10(VANISH), color="tab:blue", ls=":", label=say(f"vanished ({VANISH:g})", f"消失（{VANISH:g}）"))
+    ax.axhline(math.log10(EXPLODE), color="tab:red", ls=":", label=say(f"exploded ({EXPLODE:g})", f"爆炸（{EXPLODE:g}）"))
+    ax.set_xlabel(say("spectral radius ρ of W_hh", "W_hh 的谱半径 ρ"))
+    ax.set_ylabel(say(f"log10 retention over {K} steps", f"{K} 步之后保留比例的 log10"))
+    ax.set_title(say(f"tanh RNN: retention over {K} steps against ρ", f"tanh RNN：{K} 步之后的保留比例随 ρ 的变化"))
+
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     report.figure("radius_sweep", fig, "log10 ‖J(K)‖/‖J(1)‖ against ρ"

@@ -43,6 +43,7 @@ from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds
 from redthread.generate.processors import build_processors, process
 from redthread.generate.sampler import generate
+from redthread.lang import say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -273,21 +274,28 @@ def measure(model: ChainLM, source: MarkovSource, seq: torch.Tensor, settings: d
     return out
 
 
+def _shown(strategy: str) -> str:
+    """A strategy's label in the language chosen: 'temperature 0.7' is '温度 0.7', 'greedy' '贪心解码'."""
+    return say(strategy, {"greedy": "贪心解码", "real data": "真实数据"}.get(strategy, strategy.replace("temperature", "温度")))
+
+
 def plot(rows: dict) -> plt.Figure:
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for label, m in rows.items():
         marker = "*" if label == "real data" else "o"
-        left.scatter(m["distinct"], m["nll_model"], marker=marker, s=90 if marker == "*" else 40, label=label)
+        left.scatter(m["distinct"], m["nll_model"], marker=marker, s=90 if marker == "*" else 40, label=_shown(label))
     left.set_xscale("log")
-    left.set_xlabel(f"distinct-{N_GRAM} (diversity, log scale)")
-    left.set_ylabel("NLL under the model (nats/token)")
-    left.set_title("Truncation trades diversity for likelihood")
+    left.set_xlabel(say(f"distinct-{N_GRAM} (diversity, log scale)", f"distinct-{N_GRAM}（多样性，对数坐标）"))
+    left.set_ylabel(say("NLL under the model (nats/token)", "模型给出的 NLL（奈特/词元）"))
+    left.set_title(say("Truncation trades diversity for likelihood", "截断用多样性换似然"))
     left.legend(fontsize=8)
     labels = list(STRATEGIES)
     right.bar(range(len(labels)), [rows[s]["nll_true"] for s in labels], color="#4C72B0")
-    right.axhline(rows["real data"]["nll_true"], color="r", ls="--", lw=1, label="real continuations")
-    right.set_xticks(range(len(labels)), [s.replace("temperature ", "T = ") for s in labels], fontsize=8)
-    right.set_ylabel("NLL under the true chain (nats/token)")
-    right.set_title("Scored by the true chain")
+    right.axhline(rows["real data"]["nll_true"], color="r", ls="--", lw=1, label=say("real continuations", "真实的续写"))
+    right.set_xticks(range(len(labels)), [_shown(s).replace("temperature ", "T = ").replace("温度 ", "T = ")
+                                          for s in labels], fontsize=8)
+    right.set_ylabel(say("NLL under the true chain (nats/token)", "真实马尔可夫链给出的 NLL（奈特/词元）"))
+    right.set_title(say("Scored by the true chain", "由真实的链打分"))
     right.legend(fontsize=8)
     return fig

@@ -42,6 +42,7 @@ from redthread.experiments.criteria import ABOVE, BELOW, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import run_seeds, tuning_seed
 from redthread.experiments.tuning import Tuned, tune
+from redthread.lang import say
 from redthread.models.likelihoods import token_nll
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
@@ -354,11 +355,11 @@ def _probe(model: TransformerLM, idx: torch.Tensor) -> tuple[float, float, float
 def _plot_variance(variance: list[dict]) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     mean = {k: [sum(v[k][i] for v in variance) / len(variance) for i in range(len(D_K))] for k in ("var_unscaled", "var_scaled")}
-    ax.loglog(D_K, mean["var_unscaled"], "o-", label="Var(q·k), measured")
-    ax.loglog(D_K, D_K, "k--", lw=1, label="theory d_k")
-    ax.loglog(D_K, mean["var_scaled"], "s-", label="Var(q·k / √d_k), measured")
+    ax.loglog(D_K, mean["var_unscaled"], "o-", label=say("Var(q·k), measured", "Var(q·k)，测量值"))
+    ax.loglog(D_K, D_K, "k--", lw=1, label=say("theory d_k", "理论值 d_k"))
+    ax.loglog(D_K, mean["var_scaled"], "s-", label=say("Var(q·k / √d_k), measured", "Var(q·k / √d_k)，测量值"))
     ax.set_xlabel("d_k")
-    ax.set_ylabel("variance of the score")
+    ax.set_ylabel(say("variance of the score", "注意力分数的方差"))
     ax.set_title("q, k ~ N(0, I)")
     ax.legend()
     return fig
@@ -367,22 +368,27 @@ def _plot_variance(variance: list[dict]) -> plt.Figure:
 def _plot_softmax(soft: list[dict]) -> plt.Figure:
     mean = {k: [sum(s[k][i] for s in soft) / len(soft) for i in range(len(D_K))] for k in soft[0]}
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), layout="constrained")
-    panels = (("entropy", "mean entropy (nats)"), ("max_weight", "mean largest weight"), ("jacobian", "‖∂softmax/∂scores‖_F"))
+    panels = (("entropy", say("mean entropy (nats)", "平均熵（奈特）")), ("max_weight", say("mean largest weight", "最大权重的均值")),
+              ("jacobian", say("‖∂softmax/∂scores‖_F", "‖∂softmax/∂分数‖_F")))
+
+    mean_word = say(", mean", "，均值")
     for ax, (key, label) in zip(axes, panels):
         plot = ax.loglog if key == "jacobian" else ax.semilogx
-        plot(D_K, mean[f"{key}_unscaled"], "o-", label="q·k (no scale)" + (", mean" if key == "jacobian" else ""))
-        plot(D_K, mean[f"{key}_scaled"], "s-", label="q·k / √d_k" + (", mean" if key == "jacobian" else ""))
+        plot(D_K, mean[f"{key}_unscaled"], "o-",
+             label=say("q·k (no scale)", "q·k（不缩放）") + (mean_word if key == "jacobian" else ""))
+        plot(D_K, mean[f"{key}_scaled"], "s-", label="q·k / √d_k" + (mean_word if key == "jacobian" else ""))
         if key == "jacobian":
-            plot(D_K, mean["jacobian_median_unscaled"], "o:", color="C0", label="q·k (no scale), median")
+            plot(D_K, mean["jacobian_median_unscaled"], "o:", color="C0",
+                 label=say("q·k (no scale), median", "q·k（不缩放），中位数"))
         ax.set_xlabel("d_k")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
     axes[0].axhline(math.log(S_KEYS), color="k", ls=":", lw=1)
     axes[1].axhline((1 + 1 / S_KEYS) / 2, color="0.5", ls=":", lw=1)
     axes[2].axhline((S_KEYS - 1) ** 0.5 / S_KEYS / 2, color="0.5", ls=":", lw=1)
-    axes[0].set_title(f"entropy (uniform: log {S_KEYS})")
-    axes[1].set_title("towards one-hot")
-    axes[2].set_title("gradient through the softmax")
+    axes[0].set_title(say(f"entropy (uniform: log {S_KEYS})", f"熵（均匀分布：log {S_KEYS}）"))
+    axes[1].set_title(say("towards one-hot", "趋向独热"))
+    axes[2].set_title(say("gradient through the softmax", "穿过 softmax 的梯度"))
     return fig
 
 
@@ -394,11 +400,14 @@ def _plot_training(runs: list[dict]) -> plt.Figure:
         steps = torch.arange(len(smooth)) * 10 + 10
         scaled = ARMS[r["arm"]]
         ax.plot(steps, smooth, "-" if scaled else "--", color="C0" if scaled else "C1", lw=1,
-                label=f"{'1/√d_k' if scaled else 'no scale'}, lr {r['lr']:g}" if r is runs[0] or r is runs[1] else None)
-    ax.axhline(sum(r["bayes"] for r in runs) / len(runs), color="k", ls=":", lw=1, label="Bayes limit (mean)")
-    ax.axhline(math.log(VOCAB), color="0.6", ls=":", lw=1, label=f"log {VOCAB} (no attention)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training NLL (nats/token)")
-    ax.set_title("unit-variance q, k; one line per seed")
+                label=say(f"{'1/√d_k' if scaled else 'no scale'}, lr {r['lr']:g}",
+                          f"{'1/√d_k' if scaled else '不缩放'}，学习率 {r['lr']:g}") if r is runs[0] or r is runs[1] else None)
+    ax.axhline(sum(r["bayes"] for r in runs) / len(runs), color="k", ls=":", lw=1,
+               label=say("Bayes limit (mean)", "贝叶斯极限（均值）"))
+    ax.axhline(math.log(VOCAB), color="0.6", ls=":", lw=1, label=say(f"log {VOCAB} (no attention)", f"log {VOCAB}（无注意力）"))
+    ax.set_xlabel(say("step", "训练步"))
+    ax.set_ylabel(say("training NLL (nats/token)", "训练集 NLL（奈特/词元）"))
+    ax.set_title(say("unit-variance q, k; one line per seed", "方差为 1 的 q、k；每个种子一条线"))
+
     ax.legend(fontsize=8)
     return fig

@@ -77,25 +77,28 @@ def plot_reliability(results: dict[str, Calibration], path: str | Path) -> None:
     plt = pyplot()
 
     from redthread.files import atomic_write
+    from redthread.lang import figure_fonts, say
 
     names = list(results)
     cols = min(4, len(names))
     rows = (len(names) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
-    for ax, name in zip(axes.flat, names):
-        r = results[name]
-        n_bins = len(r.counts)
-        centers = [(i + 0.5) / n_bins for i in range(n_bins)]
-        ax.bar(centers, [0.0 if math.isnan(a) else a for a in r.accuracy], width=1 / n_bins, edgecolor="k", lw=0.4,
-               alpha=0.8, label="accuracy")
-        ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
-        ax.set_title(f"{name}  (ECE {r.ece:.3f})", fontsize=9)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("confidence (top probability)", fontsize=8)
-        ax.set_ylabel("accuracy", fontsize=8)
-    for ax in list(axes.flat)[len(names):]:
-        ax.axis("off")
-    fig.tight_layout()
+    with figure_fonts(names):  # the words in the language chosen (redthread.lang); Chinese in a CJK font
+        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
+        for ax, name in zip(axes.flat, names):
+            r = results[name]
+            n_bins = len(r.counts)
+            centers = [(i + 0.5) / n_bins for i in range(n_bins)]
+            ax.bar(centers, [0.0 if math.isnan(a) else a for a in r.accuracy], width=1 / n_bins, edgecolor="k",
+                   lw=0.4, alpha=0.8, label=say("accuracy", "准确率"))
+            ax.plot([0, 1], [0, 1], "r--", lw=1, label=say("calibrated", "完全校准"))
+            ax.set_title(f"{name}  (ECE {r.ece:.3f})", fontsize=9)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_xlabel(say("confidence (top probability)", "置信度（最大的概率）"), fontsize=8)
+            ax.set_ylabel(say("accuracy", "准确率"), fontsize=8)
+        for ax in list(axes.flat)[len(names):]:
+            ax.axis("off")
+        fig.tight_layout()
     atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", dpi=110))
     plt.close(fig)
+

@@ -118,20 +118,25 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 def plot_loss_curve(rows: list[dict], out: Path) -> None:
     """Training loss and validation NLL against step (the rows of metrics.jsonl), as a PNG."""
+    from redthread.lang import figure_fonts, say
     from redthread.plotting import pyplot
 
     plt = pyplot()
 
     train_rows = [r for r in rows if "loss" in r]
     val_rows = [r for r in rows if "val_nll" in r]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows], label="train NLL", lw=1)
-    if val_rows:  # a run stopped before its first evaluation has no validation points to show
-        ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", label="validation NLL", ms=3)
-    ax.set_xlabel("step")
-    ax.set_ylabel("nats / token")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    with figure_fonts():  # the words in the language chosen (redthread.lang); Chinese in a CJK font
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows], lw=1,
+                label=say("train NLL", "训练集 NLL"))
+        if val_rows:  # a run stopped before its first evaluation has no validation points to show
+            ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", ms=3,
+                    label=say("validation NLL", "验证集 NLL"))
+        ax.set_xlabel(say("step", "训练步"))
+        ax.set_ylabel(say("nats / token", "奈特/词元"))
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+
     atomic_write(out, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)

@@ -16,6 +16,7 @@ The payload is the contract with the code that records attention (`payload_tab` 
 tab from a tensor):
 
     {"title": str, "model": str, "notice": str | None,
+     "zh": {"model": str, "notice": str | None},     # optional: the same two in Chinese, for the 中文 view
      "tabs": [{"kind": "encoder" | "decoder" | "cross",
                "queries": [T strings], "keys": [S strings],
                "weights": L x H x T x S nested lists of floats, each row summing to 1,
@@ -48,6 +49,8 @@ import numpy as np
 
 from redthread.errors import InvalidType, InvalidValue
 from redthread.files import atomic_write_text
+from redthread.lang import html_lang
+
 
 KINDS = ("encoder", "decoder", "cross")
 ASSETS = Path(__file__).parent / "assets"
@@ -76,13 +79,15 @@ def _array(x):
 
 
 def render_explorer(payload: dict) -> str:
-    """The HTML text of the explorer page for a payload (validated first)."""
+    """The HTML text of the explorer page for a payload (validated first), opening in the language chosen
+    (redthread.lang); its 中文 / English button switches."""
     payload = _check_payload(payload)
     css, js, body = explorer_assets()
-    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "body": body, "payload": script_json(payload)}
+    parts = {"title": html.escape(payload["title"]), "css": css, "js": js, "body": body, "payload": script_json(payload),
+             "lang": html_lang()}
     template = (ASSETS / "explorer.html").read_text(encoding="utf-8")
     # one pass, so nothing inserted (a token spelling "{{js}}") is substituted again
-    return re.sub(r"\{\{(title|css|js|body|payload)\}\}", lambda m: parts[m.group(1)], template)
+    return re.sub(r"\{\{(title|css|js|body|payload|lang)\}\}", lambda m: parts[m.group(1)], template)
 
 
 def script_json(data) -> str:
@@ -106,7 +111,11 @@ def explorer_assets() -> tuple[str, str, str]:
     css, js, body = ((ASSETS / name).read_text(encoding="utf-8") for name in
                      ("explorer.css", "explorer.js", "explorer_body.html"))
     next_css, next_js = ((ASSETS / name).read_text(encoding="utf-8") for name in ("next_token.css", "next_token.js"))
-    return css + next_css, js + next_js, body  # next_token.js draws tokens with explorer.js's shown(): after it
+    # the Chinese words, shared with the live page; its note on file:// names an address, which a page that loads
+    # nothing should not spell out ("http:\/\/" is the same string to JavaScript)
+    words = (ASSETS / "page" / "words.js").read_text(encoding="utf-8").replace("http://", "http:\\/\\/")
+
+    return css + next_css, words + js + next_js, body  # next_token.js draws tokens with explorer.js's shown(): after it
 
 
 def write_explorer(payload: dict, path: str | os.PathLike) -> Path:
@@ -121,7 +130,7 @@ def _check_payload(payload) -> dict:
     """A clean copy of the payload, or RedthreadError naming the first problem."""
     if not isinstance(payload, dict):
         raise InvalidType(f"explorer payload must be a dict, got {type(payload).__name__}")
-    _check_keys(payload, {"title", "model", "tabs"}, {"notice"}, "explorer payload")
+    _check_keys(payload, {"title", "model", "tabs"}, {"notice", "zh"}, "explorer payload")
     for name in ("title", "model"):
         if not isinstance(payload[name], str):
             raise InvalidType(f"explorer payload {name!r} must be a string, got {type(payload[name]).__name__}")
@@ -137,7 +146,23 @@ def _check_payload(payload) -> dict:
     kinds = [tab["kind"] for tab in tabs]
     if len(set(kinds)) != len(kinds):
         raise InvalidValue(f"explorer payload has a kind twice in its tabs: {kinds}")
-    return {"title": payload["title"], "model": payload["model"], "notice": notice, "tabs": tabs}
+    clean = {"title": payload["title"], "model": payload["model"], "notice": notice, "tabs": tabs}
+    if "zh" in payload:
+        clean["zh"] = _check_chinese(payload["zh"])
+    return clean
+
+
+def _check_chinese(zh) -> dict:
+    """The model's description and the notice in Chinese: {"model": str, "notice": str | None}."""
+    if not isinstance(zh, dict):
+        raise InvalidType(f"explorer payload 'zh' must be a dict, got {type(zh).__name__}")
+    _check_keys(zh, {"model"}, {"notice"}, "explorer payload 'zh'")
+    if not isinstance(zh["model"], str):
+        raise InvalidType(f"explorer payload 'zh' model must be a string, got {type(zh['model']).__name__}")
+    notice = zh.get("notice")
+    if notice is not None and not isinstance(notice, str):
+        raise InvalidType(f"explorer payload 'zh' notice must be a string or None, got {type(notice).__name__}")
+    return {"model": zh["model"], "notice": notice}
 
 
 def _check_tab(tab, i: int) -> dict:

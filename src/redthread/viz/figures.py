@@ -4,8 +4,9 @@
     plot_grid(maps.stacked("decoder")[:, 0], tokens, tokens, "grid.svg")
 
 Row t of a map is P(key s | query t): where query token t looks. The file type comes from the
-suffix: .png, .svg or .pdf. Writes are atomic (a temporary file, then a rename). Chinese, Japanese
-and Korean tokens are drawn with an installed CJK font (`redthread.fonts`).
+suffix: .png, .svg or .pdf. Writes are atomic (a temporary file, then a rename). The axes speak the
+language chosen (`redthread.lang`: rt.set_language("zh"), --lang zh); Chinese words, and Chinese,
+Japanese and Korean tokens, are drawn with an installed CJK font (`redthread.fonts`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from torch import Tensor
 
 from redthread.errors import InvalidValue
 from redthread.files import atomic_write
-from redthread.fonts import cjk_fallback
+from redthread.lang import figure_fonts, layer_head, say
 from redthread.plotting import pyplot
 
 plt = pyplot()
@@ -53,16 +54,16 @@ def plot_head(
     if att.dim() != 2:
         raise InvalidValue(f"plot_head wants one head's map (T, S), got shape {tuple(att.shape)}")
     _check_labels(att, queries, keys)
-    with cjk_fallback([*queries, *keys, title or ""]):  # Chinese tokens drawn, not boxes
+    with figure_fonts([*queries, *keys, title or ""]):  # Chinese words and tokens drawn, not boxes
         T, S = att.shape
         fig, ax = plt.subplots(figsize=(min(14, 2.5 + 0.32 * S), min(14, 2.0 + 0.32 * T)), layout="constrained")
         image = ax.imshow(att.numpy(), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
         ax.set_xticks(range(S), [repr(k)[1:-1] for k in keys], rotation=90, fontsize=_label_size(S))
         ax.set_yticks(range(T), [repr(q)[1:-1] for q in queries], fontsize=_label_size(T))
         ax.xaxis.tick_top()
-        ax.set_xlabel("key (attended to)")
-        ax.set_ylabel("query (attending)")
-        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+        ax.set_xlabel(say("key (attended to)", "键（被关注的位置）"))
+        ax.set_ylabel(say("query (attending)", "查询（发出关注的位置）"))
+        fig.colorbar(image, ax=ax, shrink=0.8, label=say("attention weight", "注意力权重"))
         if title:
             ax.set_title(title)
         _save(fig, path)
@@ -77,7 +78,7 @@ def plot_grid(
     if att.dim() != 4:
         raise InvalidValue(f"plot_grid wants maps of shape (layers, heads, T, S), got {tuple(att.shape)}")
     _check_labels(att, queries, keys)
-    with cjk_fallback([*queries, *keys, title or ""]):  # Chinese tokens drawn, not boxes
+    with figure_fonts([*queries, *keys, title or ""]):  # Chinese words and tokens drawn, not boxes
         L, H, T, S = att.shape
         cell = 1.6 if max(T, S) <= 24 else 2.2
         fig, axes = plt.subplots(L, H, figsize=(0.6 + cell * H, 0.6 + cell * L), squeeze=False, layout="constrained")
@@ -89,9 +90,9 @@ def plot_grid(
                 ax.set_xticks([])
                 ax.set_yticks([])
                 if layer == 0:
-                    ax.set_title(f"head {head}", fontsize=8)
+                    ax.set_title(say(f"head {head}", f"头 {head}"), fontsize=8)
                 if head == 0:
-                    ax.set_ylabel(f"layer {layer}", fontsize=8)
+                    ax.set_ylabel(layer_head(layer), fontsize=8)
         if labelled:  # token labels on the outer edge only
             for head in range(H):
                 axes[-1][head].set_xticks(range(S), [repr(k)[1:-1] for k in keys], rotation=90, fontsize=5)

@@ -25,6 +25,7 @@ from redthread.data.captions import EOS, Vocabulary, load_caption_data, load_tes
 from redthread.data.images import load_digits, prepare_image
 from redthread.errors import InvalidValue
 from redthread.generate.captions import caption
+from redthread.lang import chinese, layer_head, say
 from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
 from redthread.viz.explorer import payload_tab
@@ -64,7 +65,8 @@ def test_image(ckpt, index: int) -> tuple[torch.Tensor, str]:
     if not 0 <= index < len(labels):
         raise InvalidValue(f"index {index} is out of range: the test split has {len(labels)} images (0-{len(labels) - 1})")
     image, _ = prepare_image(images[index], ckpt.model.cfg.channels, ckpt.model.cfg.image_size)
-    return image, f"test image {index} of the digits (label {int(labels[index])})"
+    return image, say(f"test image {index} of the digits (label {int(labels[index])})",
+                      f"手写数字的测试图像 {index}（标签 {int(labels[index])}）")
 
 
 def image_data_uri(image, scale: int = 16) -> str:
@@ -107,7 +109,9 @@ def vit_payload(model: ViT, image: torch.Tensor, title: str, notice: str | None 
     top = probs.argmax().item()
     model_text = (f"ViT, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, {G}x{G} patches of {cfg.patch_size}x{cfg.patch_size}; "
                   f"P(class {top} | image) = {probs[top]:.3f}")
-    return {"title": title, "model": model_text, "notice": notice, "tabs": [tab]}
+    model_zh = (f"ViT，{cfg.n_layer} 层 × {cfg.n_head} 个头，{G}x{G} 个图块，每块 {cfg.patch_size}x{cfg.patch_size}；"
+                f"P(类别 {top} | 图像) = {probs[top]:.3f}")
+    return {"title": title, "model": model_text, "notice": notice, "tabs": [tab], "zh": {"model": model_zh, "notice": notice}}
 
 
 @torch.no_grad()
@@ -134,11 +138,11 @@ def vit_overlays(model: ViT, image: torch.Tensor, path, layer: int | None = None
     panels = [reader(attention_rollout(att))[None]]  # (1, P)
     heads = range(H) if head is None else [head]
     panels.append(reader(att[layer, list(heads)]))  # (h, P)
-    who = "class token" if off else "mean of the patches"
-    titles = ["rollout, all layers"] + [f"layer {layer}, head {h}" for h in heads]
+    titles = [say("rollout, all layers", "注意力展开，所有层")] + [layer_head(layer, h) for h in heads]
     top = int(probs.argmax())
-    plot_patch_overlays(image[0], torch.cat(panels), titles, path,
-                        suptitle=f"where the {who} looks (P({top} | image) = {probs[top]:.3f})" + (f"\n{title}" if title else ""))
+    looks = say(f"where the {'class token' if off else 'mean of the patches'} looks (P({top} | image) = {probs[top]:.3f})",
+                f"{'类别词元' if off else '图块的平均'}看向哪里（P({top} | 图像) = {probs[top]:.3f}）")
+    plot_patch_overlays(image[0], torch.cat(panels), titles, path, suptitle=looks + (f"\n{title}" if title else ""))
 
 
 # ---- a captioner: its caption's words over the patches --------------------------------------------
@@ -166,7 +170,8 @@ def test_scene(ckpt, index: int):
     if not 0 <= index < len(s):
         raise InvalidValue(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
     words = vocab.decode(s.tokens[index].tolist())
-    return s.images[index : index + 1], words, f"test scene {index} of {task} (reference: {' '.join(words)})"
+    return s.images[index : index + 1], words, say(f"test scene {index} of {task} (reference: {' '.join(words)})",
+                                                   f"{task} 的测试场景 {index}（参考描述：'{' '.join(words)}'）")
 
 
 @torch.no_grad()
@@ -200,7 +205,10 @@ def caption_payload(model: Captioner, image: torch.Tensor, ids: list[int], maps,
     cfg = model.cfg
     model_text = (f"captioner: ViT encoder {plural(cfg.n_layer_encoder, 'layer')}, decoder "
                   f"{plural(cfg.n_layer_decoder, 'layer')}, {plural(cfg.n_head, 'head')}, {G}x{G} patches; greedy caption: \"{caption}\"")
-    return {"title": title, "model": model_text, "notice": notice, "tabs": tabs}
+    model_zh = (f"描述模型：ViT 编码器 {cfg.n_layer_encoder} 层，解码器 {cfg.n_layer_decoder} 层，{cfg.n_head} 个头，"
+                f"{G}x{G} 个图块；贪心解码的描述：\"{caption}\"")
+    return {"title": title, "model": model_text, "notice": notice, "tabs": tabs, "zh": {"model": model_zh, "notice": notice}}
+
 
 
 def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabulary, path, layer: int | None = None,
@@ -216,10 +224,16 @@ def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabular
     rows = cross if layer is None else cross[layer : layer + 1]
     rows = rows.mean(0)  # (H, T, P)
     rows = rows.mean(0) if head is None else rows[head]  # (T, P)
-    which = "mean over layers and heads" if layer is None and head is None else \
-        f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}"
+    if chinese():
+        which = "各层和各头的平均" if layer is None and head is None else \
+            f"层 {'全部' if layer is None else layer}·头 {'平均' if head is None else head}"
+    else:
+        which = "mean over layers and heads" if layer is None and head is None else \
+            f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}"
     titles = [vocab.words[i] for i in ids[1:]]
     caption = " ".join(vocab.decode(ids))
-    plot_patch_overlays(image[0], rows, titles, path, suptitle=f"\"{caption}\": cross-attention per word ({which})"
+    plot_patch_overlays(image[0], rows, titles, path,
+                        suptitle=say(f"\"{caption}\": cross-attention per word ({which})", f"\"{caption}\"：每个词的交叉注意力（{which}）")
                         + (f"\n{title}" if title else ""))
+
     return caption

@@ -29,6 +29,7 @@ from torch import nn
 
 from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
+from redthread.lang import RUNGS_ZH, say
 from redthread.models.base import model_device
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
@@ -85,12 +86,13 @@ class Tokens:
     labels: list[str]
     spans: list[tuple[int, int]]  # (start, end) in the text; (0, 0) for added special tokens
     notice: str | None = None  # set when the text had to be cut to the model's context
+    notice_zh: str | None = None  # the same in Chinese
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def cut(self, start: int, end: int, notice: str) -> Tokens:
-        return Tokens(self.ids[start:end], self.labels[start:end], self.spans[start:end], notice)
+    def cut(self, start: int, end: int, notice: str, notice_zh: str | None = None) -> Tokens:
+        return Tokens(self.ids[start:end], self.labels[start:end], self.spans[start:end], notice, notice_zh)
 
 
 def char_reader(tokenizer):
@@ -127,6 +129,12 @@ class Inspector:
     attends: bool = True  # False: a ladder rung without attention (n-gram, bigram, MLP, RNN): P(next | text) only
     vocabulary: frozenset[str] | None = None  # the characters a character-level tokenizer reads; None: any text
     rung: str | None = None  # its place on the ladder (models/registry.py's RUNGS): "unigram", ..., "transformer"
+    description_zh: str = ""  # the description in Chinese ("": the English one)
+
+    @property
+    def shown_description(self) -> str:
+        """The description in the language chosen (redthread.lang)."""
+        return say(self.description, self.description_zh or self.description)
 
     def tokens(self, text: str) -> Tokens:
         """The text as tokens, cut to the context: a language model keeps the end (what it would
@@ -142,8 +150,10 @@ class Inspector:
         if n <= C:
             return toks
         if self.kind == "lm":
-            return toks.cut(n - C, n, f"the text is {n} tokens, longer than the context ({C}): kept the last {C}")
-        return toks.cut(0, C, f"the text is {n} tokens, longer than the context ({C}): kept the first {C}")
+            return toks.cut(n - C, n, f"the text is {n} tokens, longer than the context ({C}): kept the last {C}",
+                            f"文本有 {n} 个词元，超过了上下文（{C}）：保留最后 {C} 个")
+        return toks.cut(0, C, f"the text is {n} tokens, longer than the context ({C}): kept the first {C}",
+                        f"文本有 {n} 个词元，超过了上下文（{C}）：保留最前面 {C} 个")
 
     def _device(self) -> torch.device:
         """Where the model's tensors are: its parameters', else its buffers' (the counting rungs, unigram and
@@ -191,7 +201,9 @@ class Inspector:
                             vectors=neuron_vectors(maps, kind, neuron_layer))
                 for kind in maps.kinds]
         notice = "; ".join(n for n in dict.fromkeys((src.notice, tgt.notice)) if n) or None
-        return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs}
+        notice_zh = "；".join(n for n in dict.fromkeys((src.notice_zh, tgt.notice_zh)) if n) or None
+        return {"title": title or text.strip(), "model": self.description, "notice": notice, "tabs": tabs,
+                "zh": {"model": self.description_zh or self.description, "notice": notice_zh or notice}}
 
     @torch.inference_mode()
     def next_token(self, text: str, sampling: SampleConfig | None = None, candidates: int = 20) -> dict:
@@ -313,16 +325,20 @@ def inspect_model(model: nn.Module, tokenizer, name: str = "model", rungs: bool 
     cfg = model.cfg
     place = ladder_rung(model, rung)
     at = "" if step is None else f", step {step:,}"
+    at_zh = "" if step is None else f"，第 {step:,} 步"
     meta = {} if step is None else {"step": step}
     if rung_model:  # no attention: what it conditions on, from the ladder's own names
         what = rung or model_class
         desc = f"redthread {what} rung ({model_class}), {model.num_params():,} parameters{at}"
+        desc_zh = f"redthread 阶梯上的{RUNGS_ZH.get(what, what)}（{model_class}），{model.num_params():,} 个参数{at_zh}"
         return Inspector(name, model, "lm", desc, cfg.block_size, read, tokenizer.decode, {**meta, "rung": what},
-                         attends=False, vocabulary=vocabulary, rung=place)
+                         attends=False, vocabulary=vocabulary, rung=place, description_zh=desc_zh)
     kind, what = ("lm", "Transformer LM") if isinstance(model, TransformerLM) else ("seq2seq", "encoder-decoder")
     desc = f"redthread {what}, {plural(cfg.n_layer, 'layer')} x {plural(cfg.n_head, 'head')}, d_model {cfg.d_model}{at}"
+    what_zh = "Transformer 语言模型" if kind == "lm" else "编码器-解码器"
+    desc_zh = f"redthread {what_zh}，{cfg.n_layer} 层 × {cfg.n_head} 个头，d_model {cfg.d_model}{at_zh}"
     return Inspector(name, model, kind, desc, cfg.block_size, read, tokenizer.decode, meta, vocabulary=vocabulary,
-                     rung=place)
+                     rung=place, description_zh=desc_zh)
 
 
 def ladder_rung(model: nn.Module, named: str | None = None) -> str | None:
@@ -355,8 +371,11 @@ def _load_pretrained(name: str | Path, device: str) -> Inspector:
     family = "GPT-2 decoder" if kind == "lm" else "BERT encoder"
     label = "all-MiniLM-L6-v2" if str(name) == "minilm" else Path(folder).name
     desc = f"{label} ({family}, {cfg.n_layer} layers x {cfg.n_head} heads, hidden {cfg.d_model})"
+    family_zh = "GPT-2 解码器" if kind == "lm" else "BERT 编码器"
+    desc_zh = f"{label}（{family_zh}，{cfg.n_layer} 层 × {cfg.n_head} 个头，隐藏维度 {cfg.d_model}）"
     read = hf_reader(tok.hf_tokenizer, add_special_tokens=True)
-    return Inspector(str(name), model, kind, desc, cfg.block_size, read, tok.decode)
+    return Inspector(str(name), model, kind, desc, cfg.block_size, read, tok.decode, description_zh=desc_zh)
+
 
 
 class ImageInspector:

@@ -104,7 +104,7 @@ def plot_patch_overlays(
 
     plt = pyplot()
 
-    from redthread.fonts import cjk_fallback
+    from redthread.lang import figure_fonts
     from redthread.viz.figures import _save, check_figure_path
 
     if path is not None:
@@ -119,7 +119,8 @@ def plot_patch_overlays(
     cols = cols or min(N, 6)
     rows = (N + cols - 1) // cols
     head = 0.5 if suptitle else 0.0  # inches for the title lines
-    with cjk_fallback([*titles, suptitle or ""]):  # words in any script drawn, not boxes
+    with figure_fonts([*titles, suptitle or ""]):  # words in any script drawn, not boxes
+
         fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.2 * rows + head), squeeze=False, layout="constrained")
         for ax in axes.flat:
             ax.axis("off")

@@ -433,7 +433,7 @@ function drawNeuronView() {
       Object.assign(c.dataset, { key: s, row: c.dataset.row || "k" });
       c.onmouseover = () => setNeuronKey(s);
     }
-    cells[0].title = `key ${s}: ${t.keys[s]}`;
+    cells[0].title = say.tokenTitle("k", s, t.keys[s]);
     return cells;
   });
   table.replaceChildren(...head, ...qrow, ...rows.flat());
@@ -612,11 +612,14 @@ function render(el, payload, options = {}) {
   }
   state.neuron = was && was.kind === tab().kind ? was.neuron : neuronStart();  // drawNeuronView clamps it
 
+  const own = options.lang === "zh" && P.zh ? P.zh : P;  // the model's description and the notice, in Chinese too
   $("title").textContent = P.title;
-  $("model").textContent = P.model;
+  $("title").setAttribute("translate", "no");  // the user's text: never translated by the browser
+  svg.setAttribute("translate", "no");  // the tokens
+  $("model").textContent = own.model;
   const notice = $("notice");
-  notice.textContent = P.notice || "";
-  notice.hidden = !P.notice;
+  notice.textContent = own.notice || "";
+  notice.hidden = !own.notice;
 
   const tabs = $("tabs");
   tabs.replaceChildren();
@@ -647,13 +650,45 @@ function render(el, payload, options = {}) {
   select({});
 }
 
-window.RedthreadExplorer = { render, shown };
+// render()'s options for a language: "en" (EN above) or "zh" (the live page's Chinese, page/words.js, when loaded)
+function languageOptions(lang) {
+  const zh = lang === "zh" && window.RedthreadPageWords ? window.RedthreadPageWords.zh : null;
+  return { lang: zh ? "zh" : "en", words: zh ? zh.explorer : {}, nextWords: zh ? zh.nextToken : {} };
+}
+
+// The page's language: ?lang=zh|en, else the one it was written in (<html lang>, from redthread's --lang).
+function pageLanguage() {
+  const asked = new URLSearchParams(location.search).get("lang");
+  if (asked === "zh" || asked === "en") return asked;
+  return document.documentElement.lang.startsWith("zh") ? "zh" : "en";
+}
+
+// A 中文 / English button: each click draws the page again in the other language, <html lang> set to match (so
+// Chinese characters take Chinese glyphs). draw(lang) redraws; the button names the language it switches to.
+function languageToggle(button, lang, draw) {
+  const show = (l) => {
+    document.documentElement.lang = l === "zh" ? "zh-CN" : "en";
+    button.textContent = l === "zh" ? "English" : "中文";
+    button.lang = l === "zh" ? "en" : "zh-CN";
+    button.dataset.lang = l;
+    draw(l);
+  };
+  button.onclick = () => show(button.dataset.lang === "zh" ? "en" : "zh");
+  show(lang);
+}
+
+window.RedthreadExplorer = { render, shown, languageOptions, pageLanguage, languageToggle };
 
 // the static page carries its payload; the web app has none and calls render() itself
 const embedded = document.getElementById("payload");
 if (embedded) {
-  render(document.body, JSON.parse(embedded.textContent));
+  const payload = JSON.parse(embedded.textContent);
+  const draw = (lang) => render(document.body, payload, languageOptions(lang));
+  const toggle = document.getElementById("lang-toggle");
+  if (toggle) languageToggle(toggle, pageLanguage(), draw);
+  else draw(pageLanguage());
   document.body.dataset.ready = "1";  // for tests and screenshots: everything is drawn
 }
+
 
 })();

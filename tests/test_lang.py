@@ -12,7 +12,7 @@ import pytest
 
 import redthread as rt
 from redthread.errors import InvalidValue
-from redthread.language import TERMS, default_language, layer_head, say, speaking, term
+from redthread.lang import TERMS, default_language, layer_head, say, speaking, term
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,18 +13,20 @@ they are.
 The default is the environment's: REDTHREAD_LANG (en or zh), else the locale (LC_ALL, LC_MESSAGES, LANG:
 zh_CN.UTF-8 and the like mean Chinese), else English.
 
-The Chinese terms are those of docs/glossary.md, one term per concept (`TERMS`; tests/test_language.py
+The Chinese terms are those of docs/glossary.md, one term per concept (`TERMS`; tests/test_lang.py
 holds each pair to the glossary's row). Layers and heads are numbered from 0, as in the code: the
-Chinese puts the number after the noun, 层 1·头 3, never an ordinal (`layer_head`).
+Chinese puts the number after the noun, 层 1·头 3, never an ordinal (`layer_head`). A figure drawn inside
+`figure_fonts()` takes a CJK font for its Chinese words.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from redthread.errors import InvalidValue
+from redthread.fonts import cjk_fallback
 
 LANGUAGES = ("en", "zh")
 HTML_LANG = {"en": "en", "zh": "zh-CN"}  # the `lang` attribute of a page: zh-CN picks Simplified Chinese glyphs
@@ -129,7 +131,12 @@ TERMS = {
     "Jacobian": "雅可比矩阵",
 }
 
+# the ladder's rungs (models/registry.py's RUNGS) by their glossary names
+RUNGS_ZH = {"unigram": "一元语法", "ngram": "n 元语法", "bigram": "二元语法", "mlp": "MLP 语言模型",
+            "rnn": "循环神经网络（RNN）", "lstm": "LSTM", "gru": "GRU", "transformer": "Transformer"}
+
 _chosen: str | None = None  # set_language's choice; None: the environment's
+
 
 
 def _normal(name: str, where: str) -> str:
@@ -189,7 +196,7 @@ def say(en: str, zh: str) -> str:
 def term(english: str) -> str:
     """A glossary term in the language chosen: term("attention weights") -> "注意力权重" in Chinese."""
     if english not in TERMS:
-        raise KeyError(f"{english!r} is not in redthread.language.TERMS")
+        raise KeyError(f"{english!r} is not in redthread.lang.TERMS")
     return TERMS[english] if chinese() else english
 
 
@@ -200,6 +207,37 @@ def layer_head(layer: int, head: int | None = None) -> str:
     return say(f"layer {layer}, head {head}", f"层 {layer}·头 {head}")
 
 
+@contextmanager
+def figure_fonts(texts: Iterable[str] = ()) -> Iterator[None]:
+    """Draw a figure inside: its Chinese words (in Chinese) and CJK `texts` (tokens, say) take a CJK font, while
+    Latin text keeps matplotlib's (redthread.fonts). A text keeps the font it was created with, so the figure
+    may be saved after the block."""
+    with cjk_fallback([*texts, *(["中文"] if chinese() else [])]):
+        yield
+
+
+def cjk_figure(fig):
+    """A figure already drawn: each of its texts that holds CJK characters takes the CJK font after matplotlib's
+    families (the texts of a figure made outside `figure_fonts`, such as an experiment's). Returns the figure."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    from redthread.fonts import CJK, cjk_font
+
+    texts = [t for t in fig.findobj(Text) if CJK.search(t.get_text())]
+    font = cjk_font() if texts else None
+    if font is None:
+        if texts:
+            with cjk_fallback([t.get_text() for t in texts]):  # no CJK font: its one line says how to install one
+                pass
+        return fig
+    families = [f for f in matplotlib.rcParams["font.family"] if f != font]
+    for text in texts:
+        text.set_fontfamily([*families, font])
+    return fig
+
+
 def html_lang() -> str:
+
     """The `lang` attribute for a page in the language chosen: "en" or "zh-CN"."""
     return HTML_LANG[language()]
