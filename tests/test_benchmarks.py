@@ -130,3 +130,12 @@ def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
     figures = json.loads((tmp_path / "f.json").read_text())
     assert figures["params"] > 0 and figures["load_ms"]["median"] > 0 and figures["generated_token_ms"]["min"] > 0
     assert (tmp_path / "shots" / "page-walkthrough.png").is_file()  # one run: no side by side to show
+
+
+def test_the_speculative_benchmark_measures_every_shipped_draft(tmp_path):
+    out = run_script("speculative.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    rows = json.loads((tmp_path / "f.json").read_text())["rows"]
+    assert {r["draft"] for r in rows} == {"shakespeare-bigram", "shakespeare-ngram", "shakespeare-mlp",
+                                          "shakespeare-lstm", "shakespeare-gru"}
+    assert all(0 <= r["kept"] <= r["acceptance"] <= 1 and r["tokens_per_target_pass"] >= 1 for r in rows)
+    assert "plain generate" in out

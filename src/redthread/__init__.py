@@ -5,6 +5,7 @@ distribution from finite data by maximum likelihood, and predicts or generates w
     cfg = rt.TransformerConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, d_model=128)
     model = rt.TransformerLM(cfg)                       # model(idx) -> logits (B, T, V)
     out = rt.generate(model, idx, max_new_tokens=100, top_p=0.9, seed=0)
+    out = rt.speculative_generate(model, draft, idx, max_new_tokens=100, k=4, seed=0)  # a lower rung drafts
     model, tok = rt.pretrained("shakespeare-transformer")   # a reference model shipped with redthread
     rt.set_language("zh")                               # figures, summaries and reports in Chinese (or "en")
 """
@@ -14,6 +15,7 @@ from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadEr
 from redthread.generate.config import SampleConfig
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
 from redthread.generate.sampler import generate, generate_stream
+from redthread.generate.speculative import speculative_generate, speculative_rounds
 from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.interop.onnx_export import export_onnx
 from redthread.lang import language, set_language
@@ -50,7 +52,7 @@ __all__ = [
     "CaptionerConfig", "Captioner",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "BlockConfig", "EncoderBlock",
     "DecoderBlock", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
-    "generate", "generate_stream", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
+    "generate", "generate_stream", "speculative_generate", "speculative_rounds", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint", "pretrained", "shipped_models",
     "from_pretrained", "export_gpt2", "export_onnx",

@@ -58,25 +58,34 @@ def generate_stream(
 
     The sampling settings and the seed come as keyword arguments or as `sampling` (a SampleConfig),
     not both. The arguments are checked here, at the call, not at the first token."""
-    keywords = dict(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                    repetition_penalty=repetition_penalty, seed=seed)
-    if sampling is None:
-        sampling = SampleConfig(**keywords)
-    else:
-        given = [name for name, value in keywords.items() if value != getattr(SampleConfig, name)]  # the defaults
-        if given:  # one of them would be silently ignored
-            raise InvalidValue(f"{given[0]}= and sampling= are both given: pass the sampling settings one way, not both")
+    sampling = sampling_settings(sampling, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+                                 repetition_penalty=repetition_penalty, seed=seed)
     processors, greedy = sampling.build_processors()
+    idx = checked_prompt(idx, model.cfg.vocab_size)
+    check_int("max_new_tokens", max_new_tokens, minimum=0)
+    check_int("num_samples", num_samples)
+    return _decode(model, idx, max_new_tokens, processors, greedy, sampling, use_cache, num_samples)
+
+
+def sampling_settings(sampling: SampleConfig | None, **keywords) -> SampleConfig:
+    """The SampleConfig of a call: `sampling` itself, or one built from the keyword settings; both at once is refused."""
+    if sampling is None:
+        return SampleConfig(**keywords)
+    given = [name for name, value in keywords.items() if value != getattr(SampleConfig, name)]  # the defaults
+    if given:  # one of them would be silently ignored
+        raise InvalidValue(f"{given[0]}= and sampling= are both given: pass the sampling settings one way, not both")
+    return sampling
+
+
+def checked_prompt(idx: Tensor, vocab_size: int) -> Tensor:
+    """A prompt (T,) or (B, T) of token ids in [0, vocab_size) -> (B, T); a one-line error otherwise."""
     if idx.dim() == 1:
         idx = idx[None]
     if idx.dim() != 2 or idx.size(1) == 0:
         raise InvalidValue("the prompt must contain at least one token")
-    check_int("max_new_tokens", max_new_tokens, minimum=0)
-    check_int("num_samples", num_samples)
-    vocab_size = model.cfg.vocab_size
     if idx.min() < 0 or idx.max() >= vocab_size:
         raise InvalidValue(f"prompt token ids must be in [0, {vocab_size}), got {idx.min().item()}..{idx.max().item()}")
-    return _decode(model, idx, max_new_tokens, processors, greedy, sampling, use_cache, num_samples)
+    return idx
 
 
 def decoding_step(model: nn.Module) -> Callable | None:
