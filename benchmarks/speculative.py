@@ -15,8 +15,11 @@ turn, prompt by prompt, so a busy machine slows both arms alike. Reported per ce
 - speed-up: plain wall time / speculative wall time, the median over prompts with its min..max;
 - expected: the speed-up Leviathan et al. (2023, eq. 1 with Theorem 3.8) predict from the measured
   acceptance a and the draft's cost per token c (its plain tokens/s against the target's):
-  (1 - a^(k+1)) / ((1 - a)(k c + 1)), which ignores that the target's pass over k + 1 positions costs more
-  than one step.
+  (1 - a^(k+1)) / ((1 - a)(k c + 1)), which takes the target's pass over k + 1 positions to cost one step;
+- verify cost: what that pass costs here, in target steps (the KV-cached forward over k + 1 new positions
+  against the one-token decoding step plain generation uses, each the median of VERIFY_REPEATS calls at a
+  context of 128 tokens); "expected, measured costs" puts it in the denominator: tokens per round /
+  (k c + verify cost).
 Two settings: sampling at temperature 1 (the exact rule keeps the target's distribution, which
 tests/generate/test_speculative.py checks by total variation) and greedy (a draft is kept exactly when it is
 the target's argmax; the output equals plain greedy decoding token for token, checked here on every prompt).
@@ -45,6 +48,7 @@ TARGET = "shakespeare-transformer"
 DRAFTS = ["shakespeare-bigram", "shakespeare-ngram", "shakespeare-mlp", "shakespeare-lstm", "shakespeare-gru"]
 KS = [2, 4, 8]
 PROMPT_CHARS = 64
+VERIFY_REPEATS = 50
 SETTINGS = {"sample": dict(temperature=1.0), "greedy": dict(temperature=0.0)}
 
 
@@ -96,10 +100,35 @@ def plain_rate(model, ps, new: int) -> float:
     return statistics.median(rates)
 
 
-def expected_speedup(a: float, k: int, c: float) -> float:
-    """Leviathan et al.'s improvement factor for acceptance a, k drafts and a draft costing c target steps."""
+def expected_speedup(a: float, k: int, c: float, verify: float = 1.0) -> float:
+    """Leviathan et al.'s improvement factor for acceptance a, k drafts and a draft costing c target steps,
+    the target's verifying pass costing `verify` steps (1 in the paper)."""
     kept = k + 1 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)  # expected tokens per round
-    return kept / (k * c + 1)
+    return kept / (k * c + verify)
+
+
+@torch.inference_mode()
+def verify_cost(target, prompt: torch.Tensor, k: int) -> float:
+    """The KV-cached forward over k + 1 new positions, in one-token decoding steps (medians of wall time)."""
+    context = prompt[None, :PROMPT_CHARS]  # (1, 64)
+    cache = target.make_cache(1, target.block_size)
+    target(context, cache=cache)
+    step = target.decoder_step()
+    length = cache[0].self_attn.length
+
+    def timed(call) -> float:
+        times = []
+        for _ in range(VERIFY_REPEATS):
+            for layer in cache:
+                layer.self_attn.length = length  # the same context every call
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    new = context[:, : k + 1]
+    one = timed(lambda: step(new[:, :1], cache))
+    return timed(lambda: target(new, cache=cache)) / one
 
 
 def main() -> None:
@@ -123,26 +152,29 @@ def main() -> None:
         draft, _ = rt.pretrained(name)
         costs[name] = base / plain_rate(draft, ps, new)
         print(f"{name}: cost per token {costs[name]:.2f} of the target's")
-    print(f"{'draft':<22}{'mode':<8}{'k':>3}{'acceptance':>12}{'kept':>7}{'tokens/pass':>13}{'speed-up':>10}  min..max   expected")
+    verify = {k: verify_cost(target, ps[0], k) for k in ks}
+    print("verify pass, in target steps: " + ", ".join(f"k={k}: {v:.2f}" for k, v in verify.items()))
+    print(f"{'draft':<22}{'mode':<8}{'k':>3}{'acceptance':>12}{'kept':>7}{'tokens/pass':>13}{'speed-up':>10}  min..max   expected  measured costs")
     for name in DRAFTS:
         draft, _ = rt.pretrained(name)
         for mode in SETTINGS:
             for k in ks:
                 row = {"draft": name, "cost": costs[name], **measure(target, draft, ps, new, k, mode)}
                 row["expected"] = expected_speedup(row["acceptance"], k, costs[name])
+                row["expected_measured"] = expected_speedup(row["acceptance"], k, costs[name], verify[k])
                 rows.append(row)
                 print(f"{name:<22}{mode:<8}{k:>3}{row['acceptance']:>12.3f}{row['kept']:>7.3f}{row['tokens_per_target_pass']:>13.2f}"
                       f"{row['speedup_median']:>9.2f}x  {row['speedup_min']:.2f}..{row['speedup_max']:.2f}"
-                      f"{row['expected']:>9.2f}x")
+                      f"{row['expected']:>9.2f}x{row['expected_measured']:>10.2f}x")
     if args.markdown:
-        print("\n| draft (cost per token) | mode | k | acceptance | kept | tokens per target pass | speed-up: median (min..max) | expected |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("\n| draft (cost per token) | mode | k | acceptance | kept | tokens per target pass | speed-up: median (min..max) | expected | expected, measured costs |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['draft'].split('-')[1]} ({r['cost']:.2f}) | {r['mode']} | {r['k']} | {r['acceptance']:.3f} | {r['kept']:.3f} | "
                   f"{r['tokens_per_target_pass']:.2f} | {r['speedup_median']:.2f}x ({r['speedup_min']:.2f}..{r['speedup_max']:.2f}) "
-                  f"| {r['expected']:.2f}x |")
+                  f"| {r['expected']:.2f}x | {r['expected_measured']:.2f}x |")
     write_json(args.json, {"environment": environment(), "target": TARGET, "prompts": n_prompts, "new_tokens": new,
-                           "plain_tokens_per_s": base, "rows": rows})
+                           "plain_tokens_per_s": base, "verify_cost": verify, "rows": rows})
 
 
 if __name__ == "__main__":
