@@ -45,7 +45,7 @@ def test_the_shipped_texts_are_found_by_name_and_a_file_of_that_name_by_its_path
 def test_the_shipped_chinese_text_is_the_recorded_file_with_its_licence():
     import hashlib
 
-    digest = "4e56045abeeaa0266f9ae53a0637c77b376b0f7bc2808039427a9eaf9dbb076d"
+    digest = "e1c5a9e1486924cd8cfee5331feb9033ef8fbf3484f212323740caa839f9d4e4"
     texts = ROOT / "src" / "redthread" / "data" / "texts"
     assert hashlib.sha256((texts / "tang300.txt").read_bytes()).hexdigest() == digest
     assert digest in (texts / "README.md").read_text(encoding="utf-8")
@@ -59,4 +59,4 @@ def test_the_shipped_text_is_found_by_its_name():
 
     assert text_path("tang300").is_file() and text_path("tang300.txt") == Path("tang300.txt")
     corpus = load_corpus("tang300")
-    assert corpus.text.startswith("行宫\n元稹\n寥落古行宫，宫花寂寞红。") and corpus.text.count("\n\n") == 319
+    assert corpus.text.startswith("西塞山怀古\n刘禹锡\n王濬楼船下益州，金陵王气黯然收。") and corpus.text.count("\n\n") == 319

@@ -98,3 +98,31 @@ def test_the_built_corpus_is_the_one_recorded():
     text = path.read_text(encoding="utf-8")
     assert f"{len(text):,} characters" in row and f"{len(set(text)):,} distinct" in row
     assert f"{text.count(chr(10) * 2) + 1:,} poems" in row
+
+
+def test_tang300_is_rebuilt_byte_for_byte_from_the_package_in_its_seeded_order():
+    """data/make_tang300.py, run on the npm package that setup.sh installs, writes the shipped tang300.txt exactly: the
+    poems in random.Random(0)'s order (a split by poem), not the database's grouping by form."""
+    import contextlib
+    import importlib.util
+    import io
+    import sys
+
+    source = Path(sys.prefix) / tang.NPM_INSTALL / "dist" / "mengxue" / "tangshisanbaishou.json"
+    if not source.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"setup.sh did not install chinese-poetry at {source}")
+        pytest.skip("chinese-poetry is not installed here (bash setup.sh installs it)")
+    script = Path(__file__).resolve().parents[2] / "data" / "make_tang300.py"
+    spec = importlib.util.spec_from_file_location("make_tang300", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        module.main(str(source))
+    made = out.getvalue()
+    assert made == text_path("tang300").read_text(encoding="utf-8")
+    titles = [block.split("\n", 1)[0] for block in made.split("\n\n")]
+    database = [poem["chapter"] for section in json.loads(source.read_text(encoding="utf-8"))["content"] for poem in section["content"]]
+    assert len(titles) == len(database) == 320
+    assert titles[0] != "行宫"  # the database's first poem (元稹's 五言绝句) is not the file's first
