@@ -3,6 +3,7 @@ speed and quality targets are measured by running them, never in timed tests."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,42 @@ def test_throughput_benchmark_prints_ratios(name, args, tmp_path):
     out = run_script(name, *args, "--json", str(tmp_path / "figures.json"), cache=tmp_path)
     assert "ratio redthread/HF" in out
     assert (tmp_path / "figures.json").is_file()
+
+
+def number(pattern: str, out: str) -> float:
+    """The number printed where `pattern` (a regex with one group) matches: exactly once, and positive."""
+    found = re.findall(pattern, out)
+    assert len(found) == 1, (pattern, out)
+    value = float(found[0].replace(",", ""))
+    assert value > 0, (pattern, out)
+    return value
+
+
+def test_the_bandwidth_benchmark_prints_copy_and_read_figures(tmp_path):
+    out = run_script("memory_bandwidth.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    for threads in (1, 2):
+        number(rf"\n +{threads} +([\d.]+) GB/s", out)  # copy
+        number(rf"\n +{threads} +[\d.]+ GB/s .*?\) +([\d.]+) GB/s", out)  # read
+    assert "load average" in out
+    figures = json.loads((tmp_path / "f.json").read_text())["median_gb_per_s"]
+    assert all(v > 0 for row in figures.values() for v in row.values())
+
+
+def test_the_decode_limit_benchmark_prints_the_limit_the_speeds_and_the_verdicts(tmp_path):
+    out = run_script("decode_limit.py", "--quick", "--profile", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    number(r"read bandwidth: ([\d.]+) GB/s", out)
+    number(r"(\d+) threads \(decoding and bandwidth alike\)", out)
+    for peer in ("redthread", "HF"):
+        number(rf"bytes/token {peer}: ([\d.]+) MB", out)
+        number(rf"limit {peer}: ([\d.]+) tokens/s", out)
+        number(rf"\n  {peer} +([\d.]+) +[\d.]+\.\.[\d.]+ +[\d.]+% +[\d.]+%", out)  # tokens/s in the table
+        number(rf"{peer}/limit: ([\d.]+)%", out)
+    number(r"redthread/HF: ([\d.]+)x", out)
+    assert re.search(r"redthread/HF: .*\b(met|not met) \(target >= 2\.5x\)", out)
+    assert re.search(r"redthread/limit: .*\b(met|not met) \(target >= 70%\)", out)
+    assert "load average" in out and "matmul" in out
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert figures["bandwidth_gb_per_s"] > 0 and all(v > 0 for v in figures["limit_tokens_per_s"].values())
 
 
 def test_quality_benchmark_runs_its_protocol_on_any_text(tmp_path):
