@@ -36,6 +36,7 @@ EXPERIMENTS = {  # name -> module under redthread.experiments, or a full dotted 
     "vision": "vision",
     "referent": "referent",
     "real-models": "real_models",
+    "poetry-heads": "poetry_heads",
 }
 
 
@@ -61,6 +62,7 @@ SUMMARIES = {  # name -> (claims, what it measures)
     "referent": ("C13", "positive control: a model that learned a referent; attention, attribution, ablation"),
     "real-models": ("C8, C9, C11, C12",
                     "real models (Shakespeare, MiniLM): locality, head roles, token identity, calibration"),
+    "poetry-heads": ("C9", "heads on Tang regulated verse: 对仗 and rhyme heads, held-out choice, shuffled control"),
 }
 
 

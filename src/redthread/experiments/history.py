@@ -43,6 +43,7 @@ REGISTERED = {
     "calibration": "a469e2e6d9b2",
     "referent": "9aa528519e59",
     "real-models": "a8b9d6519377",
+    "poetry-heads": "f216e39de87d",  # declared before any trained result: only 25-step smoke runs existed
 }
 
 HISTORY: dict[str, list[Change]] = {
