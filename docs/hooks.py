@@ -13,6 +13,14 @@ virtual files: ultrabug/mkdocs-static-i18n#263). So on_config assembles a stagin
 - MathJax 3, from the django-static-mathjax package that `setup.sh --test` installs, as javascripts/mathjax/: the
   site typesets its formulas with no network (a classroom projector, a laptop on a train).
 
+The live page (viz/page.py): a chapter's markdown cell may hold a line `<!-- live-page runs="NAME,NAME" view="V"
+text="TEXT" -->`, NAME a shipped reference model (`rt.shipped_models()`), V walk, explorer, compare or about. One
+page folder holding every run that the chapters name is written once per build, with the page writer's Python API,
+and copied into the site as live/ (not through docs_dir: mkdocs-static-i18n would copy it, and ONNX Runtime Web's
+14.8 MB of WebAssembly, again under zh/); each marker becomes an iframe of live/index.html whose address chooses
+its runs, view, text and the chapter's language, with a link to open it in a tab of its own. Without ONNX Runtime
+Web (the npm package that setup.sh installs) the marker becomes a note saying so, and the build still passes.
+
 Links from docs/ to ../src/redthread/<module>.py become links to that module's API page, and links to other
 repository files become links to their source pages; docs/ itself is untouched, so it reads the same on GitHub.
 A link to a file that does not exist is left as it is, for MkDocs's validation to report (a warning, which
@@ -33,7 +41,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from html import escape as html_escape
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 import build_tour
 import markdown
@@ -92,7 +101,31 @@ mkdocs_jupyter.plugin._get_nb_toc_tokens = notebook_toc
 MATHJAX = "javascripts/mathjax"  # where the site serves MathJax from: mkdocs.yml's extra_javascript names its bundle
 MATHJAX_BUNDLE = "tex-mml-chtml.js"
 _source: dict = {}  # docs_dir and nav as mkdocs.yml gives them (the Chinese build sees the staged ones)
-_made: dict = {}  # the reference pages, made once for both languages
+_made: dict = {}  # the reference pages and the live page, made once for both languages
+LIVE = "live"  # where the site serves the live page from: one folder for every chapter that embeds it
+LIVE_MARK = re.compile(r"<!--\s*live-page\b(.*?)-->", re.S)
+LIVE_ATTR = re.compile(r'\s*([a-z]+)="([^"]*)"')
+LIVE_ATTRS = ("runs", "view", "text")
+LIVE_VIEWS = ("walk", "explorer", "compare", "about")
+LIVE_HEIGHT = 780  # pixels: the text, the settings and twelve candidates fit, and the walk-through's first layer
+LIVE_WORDS = {
+    "en": {"title": "the live page: {runs}, running in this browser",
+           "open": "open it in a tab of its own",
+           "size": "{mb:.1f} MB downloaded the first time (ONNX Runtime Web's WebAssembly and the models), then cached; "
+                   "it runs in this tab, and nothing leaves it",
+           "missing": "The live page would be here, running {runs} in your browser, but this build of the site was made "
+                      "without ONNX Runtime Web (the npm package onnxruntime-web, which <code>bash setup.sh</code> "
+                      "installs). From a checkout: <code>redthread page {args} --out page</code>, then "
+                      "<code>python -m http.server --directory page</code>."},
+    "zh": {"title": "在线页面：{runs}，在本浏览器里运行",
+           "open": "在单独的标签页中打开",
+           "size": "第一次打开时下载 {mb:.1f} MB（ONNX Runtime Web 的 WebAssembly 和模型），之后从缓存读取；"
+                   "它在这个标签页里运行，不向外发送任何东西",
+           "missing": "这里本应是在线页面，在你的浏览器里运行 {runs}；但构建本站时没有安装 ONNX Runtime Web"
+                      "（npm 包 onnxruntime-web，<code>bash setup.sh</code> 会安装它）。在仓库里可以运行："
+                      "<code>redthread page {args} --out page</code>，然后 "
+                      "<code>python -m http.server --directory page</code>。"},
+}
 
 TOUR_INDEX = {
     "en": ("# The guided tour\n\n"
@@ -135,9 +168,18 @@ def on_serve(server, config, builder):
     return server
 
 
+def on_post_build(config):
+    """The live page into the site, once: the Chinese build writes into the same site folder."""
+    folder = _made.get("live", {}).get("folder")
+    dest = Path(config.site_dir) / LIVE
+    if folder is not None and not dest.exists():
+        shutil.copytree(folder, dest)
+
+
 def on_shutdown():
     if _source.get("staging"):
         shutil.rmtree(_source["staging"], ignore_errors=True)
+        shutil.rmtree(live_cache(), ignore_errors=True)
 
 
 def staging_dir(site_dir: str) -> Path:
@@ -247,7 +289,7 @@ def stage_tour(sources: Path, executed: Path, staging: Path, use_directory_urls:
             if made_from.get("source_sha256") != build_tour.source_hash(chapter):
                 log.warning(f"tour/{chapter.name} has not been executed since it changed (no current {nb}): "
                             "run `python docs/build.py`")
-    chapters, titles = [], {"en": [], "zh": []}
+    chapters, titles, notebooks = [], {"en": [], "zh": []}, []
     for en in sorted(executed.glob("*.ipynb")) if executed.is_dir() else []:
         if not build_tour.CHAPTER.match(en.stem + ".py"):
             continue
@@ -256,13 +298,21 @@ def stage_tour(sources: Path, executed: Path, staging: Path, use_directory_urls:
                 log.warning(f"tour: {name} is missing from {executed}")
                 continue
             nb = nbformat.read(executed / name, as_version=4)
-            uri = f"tour/{name}"
-            for cell in nb.cells:
-                if cell.cell_type == "markdown":
-                    cell.source = LINK.sub(lambda m, uri=uri: m.group(1) + notebook_link(uri, m.group(2), staging, use_directory_urls), cell.source)
-            write(staging / uri, nbformat.writes(nb))
+            notebooks.append((f"tour/{name}", lang, nb))
             titles[lang].append((heading(nb), name))
         chapters.append(f"tour/{en.name}")
+    marks = {uri: live_marks(uri, nb) for uri, _, nb in notebooks}
+    wanted = list(dict.fromkeys(run for found in marks.values() for attrs in found for run in attrs["runs"]))
+    live = live_page(wanted) if wanted else {}
+    for uri, lang, nb in notebooks:
+        page_dir = posixpath.dirname(File(re.sub(r"(\.zh)?\.ipynb$", ".md", uri), str(staging), str(staging),
+                                          use_directory_urls).dest_path)
+        page_dir = posixpath.join("zh", page_dir) if lang == "zh" else page_dir  # mkdocs-static-i18n's folder
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = LINK.sub(lambda m, uri=uri: m.group(1) + notebook_link(uri, m.group(2), staging, use_directory_urls), cell.source)
+                cell.source = LIVE_MARK.sub(lambda m: live_embed(parse_mark(m.group(1)), lang, page_dir, live), cell.source)
+        write(staging / uri, nbformat.writes(nb))
     for lang, suffix in (("en", ""), ("zh", ".zh")):
         rows = "".join(f"- [{title}]({name})\n" for title, name in titles[lang])
         write(staging / f"tour/index{suffix}.md", TOUR_INDEX[lang] + rows)
@@ -293,3 +343,100 @@ def notebook_link(page: str, url: str, staging: Path, use_directory_urls: bool) 
         return File(uri, str(staging), str(staging), use_directory_urls)
 
     return as_page(target).url_relative_to(as_page(page)) + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+# ---- the live page -------------------------------------------------------------------------------------------------
+
+
+def parse_mark(text: str) -> dict | None:
+    """A live-page marker's attributes ({"runs": [...], "view": ..., "text": ...}), or None where it is malformed."""
+    attrs, rest = {}, text
+    while rest.strip():
+        m = LIVE_ATTR.match(rest)
+        if not m or m.group(1) not in LIVE_ATTRS or m.group(1) in attrs:
+            return None
+        attrs[m.group(1)] = m.group(2)
+        rest = rest[m.end():]
+    runs = [r.strip() for r in attrs.get("runs", "").split(",") if r.strip()]
+    if not runs or attrs.get("view", "walk") not in LIVE_VIEWS:
+        return None
+    return {"runs": runs, "view": attrs.get("view", "walk"), "text": attrs.get("text")}
+
+
+def live_marks(uri: str, nb: nbformat.NotebookNode) -> list[dict]:
+    """A notebook's live-page markers, each checked: a malformed one, or one naming no shipped model, is a warning."""
+    from redthread.data.shipped_models import shipped_models
+
+    found = []
+    for cell in nb.cells:
+        for m in LIVE_MARK.finditer(cell.source) if cell.cell_type == "markdown" else []:
+            attrs = parse_mark(m.group(1))
+            if attrs is None:
+                log.warning(f"{uri}: a live-page marker wants runs=\"NAME,NAME\" and may have view= (one of "
+                            f"{', '.join(LIVE_VIEWS)}) and text=, each once: {m.group(0)!r}")
+                continue
+            unknown = [r for r in attrs["runs"] if r not in shipped_models()]
+            if unknown:
+                log.warning(f"{uri}: the live page names {', '.join(unknown)}, not among the shipped models "
+                            f"({', '.join(shipped_models())})")
+                continue
+            found.append(attrs)
+    return found
+
+
+def live_cache() -> Path:
+    return _source["staging"].with_name(_source["staging"].name + "-live")
+
+
+def live_page(runs: list[str]) -> dict:
+    """The page folder holding `runs` (shipped models, by name), written once per build beside the staging folder:
+    {"folder", "manifest", "runtime_bytes"}, or {"missing": True} where ONNX Runtime Web is not installed (or the
+    folder could not be written, which is a warning)."""
+    if _made.get("live", {}).get("runs") == runs:
+        return _made["live"]
+    from redthread.errors import RedthreadError
+    from redthread.train.checkpoint import pretrained
+    from redthread.viz.page import RUNTIME_FILES, PageRun, runtime_folder, write_page
+
+    try:
+        runtime = runtime_folder()
+    except RedthreadError as e:
+        log.info(f"the tour's live page is left out of this build, each chapter saying so in its place: {e}")
+        _made["live"] = {"runs": runs, "missing": True}
+        return _made["live"]
+    folder = live_cache() / LIVE
+    shutil.rmtree(live_cache(), ignore_errors=True)
+    try:
+        manifest = write_page([PageRun(name, *pretrained(name)) for name in runs], folder, runtime=runtime,
+                              title="redthread · the tour")
+    except RedthreadError as e:
+        log.warning(f"the tour's live page could not be written: {e}")  # a failure of --strict
+        _made["live"] = {"runs": runs, "missing": True}
+        return _made["live"]
+    runtime_bytes = sum((folder / "ort" / name).stat().st_size for name in RUNTIME_FILES)
+    _made["live"] = {"runs": runs, "folder": folder, "manifest": manifest, "runtime_bytes": runtime_bytes}
+    return _made["live"]
+
+
+def live_embed(attrs: dict | None, lang: str, page_dir: str, live: dict) -> str:
+    """The HTML that stands for a marker: the live page in an iframe with a link to it, or the note saying why not."""
+    if attrs is None or not live:  # malformed or naming no shipped model: live_marks has warned
+        return ""
+    words = LIVE_WORDS[lang]
+    names = ", ".join(attrs["runs"])
+    if "folder" not in live:
+        return ('<p class="live-page-missing"><em>'
+                + words["missing"].format(runs=html_escape(names), args=html_escape(" ".join(attrs["runs"])))
+                + "</em></p>")
+    query = {"runs": ",".join(attrs["runs"]), "view": attrs["view"], "lang": lang}
+    if attrs["text"] is not None:
+        query["text"] = attrs["text"]
+    src = posixpath.relpath(f"{LIVE}/index.html", page_dir or ".") + "?" + urlencode(query, quote_via=quote)
+    onnx = {r["name"]: r["onnx_bytes"] for r in live["manifest"]["runs"]}
+    mb = (live["runtime_bytes"] + sum(onnx[r] for r in attrs["runs"])) / 1e6
+    src, title = html_escape(src), html_escape(words["title"].format(runs=names))
+    return (f'<div class="live-page"><iframe src="{src}" title="{title}" loading="lazy" '
+            f'style="width: 100%; height: {LIVE_HEIGHT}px; border: 1px solid #ddd; border-radius: 4px"></iframe>'
+            f'<p class="live-page-open" style="font-size: 0.75em; margin-top: 0.2em">'
+            f'<a href="{src}" target="_blank" rel="noopener">{words["open"]}</a> · {html_escape(words["size"].format(mb=mb))}'
+            "</p></div>")

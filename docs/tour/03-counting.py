@@ -379,6 +379,69 @@ plt.show()
 # 出路不是数得更多，而是**泛化**：用一种表示字符的方式，让相似的上下文得到相似的预测。这就是阶梯的下一级——MLP 语言模型。
 
 # %% [markdown] lang="en"
+# ## The essay's own example: P(爱 | 我)
+#
+# The essay's one Chinese example is the next character after 我 ("I"): a language model should give 爱 ("love") and
+# 恨 ("hate") each some probability. Counting makes that concrete. In the Complete Tang Poems (`text_path("tang")`,
+# 4.1 million characters, which `bash setup.sh` builds from the chinese-poetry package) the maximum-likelihood bigram
+# estimate is the relative frequency, count(我爱) / count(我·). The same question goes to each rung shipped for the
+# 300 Tang poems (`tang300-*`, trained on 24,865 characters: docs/benchmarks.md), whose training text never has 我爱
+# or 我恨 at all.
+
+# %% [markdown] lang="zh"
+# ## 原文自己的例子：P(爱 | 我)
+#
+# 原文唯一的中文例子是“我”后面的下一个字：语言模型应当给“爱”和“恨”各一份概率。数数能把它变得具体。在《全唐诗》
+# （`text_path("tang")`，410 万字，由 `bash setup.sh` 从 chinese-poetry 包构建）里，二元语法的最大似然估计就是相对频率
+# count(我爱) / count(我·)。同一个问题也拿去问为唐诗三百首附带的每一级模型（`tang300-*`，在 24,865 个字上训练，
+# 见 docs/benchmarks.md）；它们的训练文本里根本没有“我爱”或“我恨”。
+
+# %%
+from collections import Counter
+
+tang = text_path("tang").read_text(encoding="utf-8")  # a one-line error if setup has not built it
+after = Counter(b for a, b in zip(tang, tang[1:]) if a == "我")  # what follows 我, counted
+n = sum(after.values())
+print(f"Complete Tang Poems: 我 followed by a character {n:,} times")
+for c in "爱恨":
+    print(f"  count(我{c}) = {after[c]:>3}   P({c} | 我) = {after[c] / n:.5f}")
+print("  most frequent after 我:", "  ".join(f"{c} {k / n:.3f}" for c, k in after.most_common(8)))
+
+poems = text_path("tang300").read_text(encoding="utf-8")
+print(f"\n300 Tang poems: 我 {poems.count('我')} times, 我爱 {poems.count('我爱')}, 我恨 {poems.count('我恨')}; "
+      f"爱 {poems.count('爱')}, 恨 {poems.count('恨')}")
+print(f"{'rung':<22}{'P(爱 | 我)':>12}{'P(恨 | 我)':>12}   five most likely after 我")
+for name in ["tang300-ngram", "tang300-mlp", "tang300-lstm", "tang300-gru", "tang300-transformer"]:
+    model, tok300 = rt.pretrained(name)
+    with torch.no_grad():
+        p = model(torch.tensor([tok300.encode("我")]))[0, -1].softmax(-1)  # (V,): P(next | 我)
+    top = p.topk(5)
+    shown = "  ".join(f"{tok300.decode([int(i)])!r} {float(q):.3f}" for q, i in zip(top.values, top.indices))
+    love, hate = (float(p[tok300.encode(c)[0]]) for c in "爱恨")
+    print(f"{name:<22}{love:>12.5f}{hate:>12.5f}   {shown}")
+
+# %% [markdown] lang="en"
+# (`tang300-ngram` is the unigram, the highest order whose table ships in a few MB for 2,562 characters, so it
+# answers P(爱) whatever came before.) The numbers are in [docs/ladder.md](../ladder.md), measured once. Read them as
+# the chapter's lesson in Chinese: the counts of a large corpus give 爱 after 我 a small, definite probability, some
+# 13 times that of 恨, while the models of a tiny corpus that never saw either pair must get their answer from
+# elsewhere, and every one of them ranks 恨 above 爱, as the unigram does: in the 300 poems 恨 is the more common
+# character. A conditional probability needs enough data to be conditional.
+# Below, in the browser, three learned rungs side by side on 我 (the counts have no ONNX graph to run there, and the
+# LSTM stays out to keep the site's live page under 30 MB): type another character to ask them about it.
+#
+# <!-- live-page runs="tang300-mlp,tang300-gru,tang300-transformer" view="compare" text="我" -->
+
+# %% [markdown] lang="zh"
+# （`tang300-ngram` 是一元语法：2,562 个字的表，能以几 MB 随包附带的最高阶就是 1 阶，所以不管前面是什么，它回答的都是 P(爱)。）这些数字
+# 记在 [docs/ladder.md](../ladder.md) 里，测了一次。把它们当作本章道理的中文版来读：大语料的计数给
+# “我”后面的“爱”一个小而确定的概率，约为“恨”的 13 倍；而在小语料上训练、从没见过这两个字对的模型只能从别处得到答案，
+# 它们无一例外都把“恨”排在“爱”前面，和一元语法一样：在这三百首诗里，“恨”是更常见的字。条件概率要有足够的数据才真正“有条件”。下面在浏览器里，三级学出来的模型并排回答“我”之后是什么（计数模型没有可以在浏览器里运行的 ONNX 图；LSTM 没有放进来，好让本站的在线页面不超过 30 MB）；
+# 换一个字，就是问它们另一个问题。
+#
+# <!-- live-page runs="tang300-mlp,tang300-gru,tang300-transformer" view="compare" text="我" -->
+
+# %% [markdown] lang="en"
 # ## Measured against the essay
 #
 # The essay (§2) moves from linear regression's independent examples straight to recurrent networks, the "traditional
@@ -394,8 +457,10 @@ plt.show()
 # - **Longer dependence is where counting stops.** The learned rungs that share what they learn across contexts go further
 #   on the plays: the GRU reaches [1.6318](../ladder.md), the fixed-window MLP [1.8161](../ladder.md). The wall of this
 #   chapter, contexts never seen, is the statistical face of the essay's "long-distance dependence".
-# - **The essay's own example is not measured yet.** Its P(爱 | 我) against P(恨 | 我) needs a Chinese corpus; the tour's
-#   text is English, and that measurement is still to come (issue 28).
+# - **The essay's own example, measured.** In the Complete Tang Poems the counts give P(爱 | 我) =
+#   [0.0064](../ladder.md) and P(恨 | 我) = [0.00049](../ladder.md); every rung trained on the 300 poems reverses that
+#   order (the Transformer: [0.00064](../ladder.md) against [0.00190](../ladder.md)), since it never saw either pair and
+#   恨 is the more common character there. The essay's conditional probability needs the data to be conditional.
 
 # %% [markdown] lang="zh"
 # ## 实测与原文
@@ -410,7 +475,9 @@ plt.show()
 #   也差不到十分之二奈特。
 # - **依赖一长，数数就到头了。** 能在上下文之间共享所学的各级在剧本上走得更远：GRU 达到 [1.6318](../ladder.md)，
 #   固定窗口的 MLP 达到 [1.8161](../ladder.md)。本章撞上的那堵墙——从没见过的上下文——就是原文所说“长距离依赖”在统计上的样子。
-# - **原文自己的例子还没有测。** 它举的 P(爱 | 我) 与 P(恨 | 我) 需要中文语料；导览用的是英文文本，这项测量还有待完成（issue 28）。
+# - **原文自己的例子，实测了。** 在《全唐诗》里，计数给出 P(爱 | 我) = [0.0064](../ladder.md)，P(恨 | 我) =
+#   [0.00049](../ladder.md)；在三百首上训练的每一级都把这个次序颠倒过来（Transformer：[0.00064](../ladder.md) 对
+#   [0.00190](../ladder.md)），因为它从没见过这两个字对，而在那里“恨”是更常见的字。原文说的条件概率，要有足够的数据才真正“有条件”。
 
 # %% [markdown] lang="en"
 # ## Summary

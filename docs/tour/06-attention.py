@@ -324,6 +324,31 @@ plt.show()
 # 第 7 章再加上把它变成一个模型所需的部件：位置编码、多个头、前馈网络、残差连接和层归一化。
 
 # %% [markdown] lang="en"
+# ## Live: a trained Transformer's attention
+#
+# On the docs site the page below runs one of redthread's shipped models in your browser, with ONNX Runtime Web:
+# `shakespeare-transformer`, 4 layers of 4 heads trained on tiny Shakespeare by the speedrun's recipe (1.49 nats per
+# character on the validation text; [the reference models](../benchmarks.md#reference-models-shipped)), its attention
+# explorer open. Type a text: each head's grid is $\alpha_{ij}$, row $i$ a distribution over the positions $j \le i$
+# (the causal mask leaves everything above the diagonal at 0), and the neuron view shows, for one query, the scores
+# $q_i \cdot k_j / \sqrt{d_k}$ that the softmax turns into them. Nothing you type leaves the page. From a checkout the
+# same page is `redthread page shakespeare-transformer --out page`.
+#
+# <!-- live-page runs="shakespeare-transformer" view="explorer" text="But soft, what light through yonder window breaks" -->
+
+# %% [markdown] lang="zh"
+# ## 在线试一试：训练好的 Transformer 的注意力
+#
+# 在文档网站上，下面的页面用 ONNX Runtime Web 在你的浏览器里运行 redthread 随包附带的一个模型：
+# `shakespeare-transformer`，4 层、每层 4 个头，按 speedrun 的配方在 tiny Shakespeare 上训练（验证文本上每字符 1.49 奈特；
+# 见[参考模型](../benchmarks.md#reference-models-shipped)），页面打开的是注意力浏览器。输入一段文本：每个头的方格就是
+# $\alpha_{ij}$，第 $i$ 行是位置 $j \le i$ 上的一个分布（因果掩码让对角线以上全为 0）；神经元视图给出一个查询对各个键的分数
+# $q_i \cdot k_j / \sqrt{d_k}$，softmax 把它们变成这些权重。你输入的内容不会离开这个页面。在仓库里，同一个页面是
+# `redthread page shakespeare-transformer --out page`。
+#
+# <!-- live-page runs="shakespeare-transformer" view="explorer" text="But soft, what light through yonder window breaks" -->
+
+# %% [markdown] lang="en"
 # ## Measured against the essay
 #
 # The essay (§3, §3.1) makes attention a learned weighting by conditional probability, recomputed for every query (C6),

@@ -403,6 +403,47 @@ print(f"with cache {timings[True]:.2f} s | recomputing {timings[False]:.2f} s | 
 # 两种方式都从窗口的后一半重新开始，所以它们所依据的上下文始终完全一致。）
 
 # %% [markdown] lang="en"
+# ## Live: sampling in your browser
+#
+# On the docs site the two pages below run shipped models in your browser with ONNX Runtime Web, the sampling controls
+# of this section on their left: temperature, top-k, top-p and min-p, applied in `rt.generate`'s order, a seed, and
+# buttons that draw one token or twenty. The first holds the names ladder, each rung trained on the 32,032 names of
+# chapter 3 (`names-bigram`, `names-mlp`, `names-lstm`, `names-transformer`: 2.45, 1.95, 1.89 and 1.90 nats per
+# character on the held-out names), side by side on one text. A name starts after a `.`, so `.em` asks every rung
+# for the third letter of a name that begins "em"; the bigram sees only the `m`. From a checkout:
+# `redthread page names-bigram names-mlp names-lstm names-transformer --out page`.
+#
+# <!-- live-page runs="names-bigram,names-mlp,names-lstm,names-transformer" view="compare" text=".em" -->
+#
+# The second is the model of the Chinese corpus, shown here because no chapter of the tour trains on Chinese text:
+# `tang300-transformer`, 2 layers of 4 heads trained on the 300 Tang poems that ship with redthread (`tang300.txt`,
+# one token per character, 2,562 of them). So small a corpus gives a weak model, 6.06 nats per character on the
+# validation poems against $\ln 2562 = 7.85$ for the uniform distribution, and its samples show it; the page, its
+# tokenizer and its sampling work on Chinese characters as they do on English letters. From a checkout:
+# `redthread page tang300-transformer --out page`.
+#
+# <!-- live-page runs="tang300-transformer" view="walk" text="白日依山尽，" -->
+
+# %% [markdown] lang="zh"
+# ## 在线试一试：在浏览器里采样
+#
+# 在文档网站上，下面两个页面用 ONNX Runtime Web 在你的浏览器里运行随包附带的模型，左侧就是本节讲的采样设置：温度、top-k、
+# top-p 和 min-p（按 `rt.generate` 的顺序作用）、随机种子，以及抽一个词元或连抽二十个的按钮。第一个页面是名字的阶梯，
+# 每一级都在第 3 章那 32,032 个名字上训练（`names-bigram`、`names-mlp`、`names-lstm`、`names-transformer`：
+# 留出名字上每字符 2.45、1.95、1.89 和 1.90 奈特），在同一段文本上并排比较。名字从 `.` 之后开始，所以 `.em`
+# 是问每一级：以 “em” 开头的名字，第三个字母是什么；二元语法只看得到那个 `m`。在仓库里：
+# `redthread page names-bigram names-mlp names-lstm names-transformer --out page`。
+#
+# <!-- live-page runs="names-bigram,names-mlp,names-lstm,names-transformer" view="compare" text=".em" -->
+#
+# 第二个页面是中文语料的模型；导览没有哪一章在中文文本上训练，所以放在这里：`tang300-transformer`，2 层、每层 4 个头，
+# 在随 redthread 一起安装的唐诗三百首（`tang300.txt`，每个字一个词元，共 2,562 个）上训练。语料这么小，模型也就弱：
+# 验证集诗歌上每字 6.06 奈特，均匀分布是 $\ln 2562 = 7.85$，它的样本也看得出来；但页面、分词器和采样对汉字的处理与对英文字母完全一样。
+# 在仓库里：`redthread page tang300-transformer --out page`。
+#
+# <!-- live-page runs="tang300-transformer" view="walk" text="白日依山尽，" -->
+
+# %% [markdown] lang="en"
 # ## Measured against the essay
 #
 # The essay (§6) says training is maximum likelihood, bringing the model's conditional probabilities close to "the true

@@ -154,3 +154,34 @@ def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_to
     assert "redthread.no_such_object" in log  # a cross-reference to the API that leads nowhere
     assert "'../claim.md'" in log  # the notebook's link
     assert "tour/01-stale.py has not been executed" in log
+
+
+LIVE_CHAPTERS = {  # the chapters issue 29 names, and the runs each one's live page shows
+    "03-counting": {"tang300-mlp", "tang300-gru", "tang300-transformer"},
+    "06-attention": {"shakespeare-transformer"},
+    "07-transformer": {"shakespeare-transformer"},
+    "08-training-and-sampling": {"names-bigram", "names-mlp", "names-lstm", "names-transformer", "tang300-transformer"},
+}
+
+
+def test_the_chapters_embed_the_live_page_and_the_site_serves_it(site):
+    live = site / "live"
+    assert (live / "index.html").is_file() and list((live / "ort").glob("*.wasm")), "live/ lacks its page or runtime"
+    found = re.search(r'<script type="application/json" id="manifest">(.*?)</script>',
+                      (live / "index.html").read_text(encoding="utf-8"), re.S)
+    served = {run["name"] for run in json.loads(found.group(1))["runs"]}
+    size = sum(f.stat().st_size for f in live.rglob("*") if f.is_file())
+    assert size < 30e6, f"the live page adds {size / 1e6:.1f} MB to the site (aim: at most 30 MB)"
+    for chapter, runs in LIVE_CHAPTERS.items():
+        for path, lang in ((f"tour/{chapter}", "en"), (f"zh/tour/{chapter}", "zh")):
+            frames = re.findall(r'<iframe\b[^>]*\bsrc="([^"]+)"', page(site, path))  # the notebook's HTML may reorder attributes
+            assert frames, f"{path}: no live page"
+            named = set()
+            for src in frames:
+                target, _, query = src.replace("&amp;", "&").partition("?")
+                assert (site / path / unquote(target)).resolve() == (live / "index.html").resolve(), f"{path}: {src}"
+                fields = dict(part.split("=", 1) for part in query.split("&"))
+                assert fields["lang"] == lang, f"{path}: {src}"
+                named |= set(unquote(fields["runs"]).split(","))
+            assert named == runs, f"{path}: the live page shows {sorted(named)}, not {sorted(runs)}"
+            assert named <= served, f"{path}: {sorted(named - served)} are not in live/"

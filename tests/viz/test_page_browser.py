@@ -18,6 +18,7 @@ import http.server
 import math
 import os
 import threading
+from urllib.parse import quote, urlencode
 
 import numpy as np
 import pytest
@@ -620,3 +621,31 @@ def test_opened_from_a_file_the_page_says_to_serve_it(browser, served):
     assert "file://" in message and "python -m http.server" in message
     page.assert_clean()
     page.context.close()
+
+
+def test_the_address_chooses_the_runs_the_view_the_text_and_the_language(browser, served, runs):
+    """What the docs site's chapters embed: ?runs=&view=&text=&lang= open the page on those runs (only those, in that
+    order), that view and that text, in that language; a run the folder lacks is a message naming what it has."""
+    base = served[0]
+    url = base + "index.html?" + urlencode({"runs": "gru,mlp", "view": "compare", "text": SHORT, "lang": "zh"},
+                                           quote_via=quote)
+    page = LivePage(browser, base, url=url)
+    assert page.page.get_attribute("body", "data-ready") == "1"
+    page.idle()
+    assert page.page.evaluate("() => window.redthreadPage.runs") == ["gru", "mlp"]
+    assert page.page.input_value("#text") == SHORT
+    assert page.page.get_attribute("html", "lang").startswith("zh")
+    assert page.page.is_visible("#view-compare") and not page.page.is_visible("#view-walk")
+    columns = page.page.eval_on_selector_all("#compare-columns .rung", "els => els.map(e => e.dataset.run)")
+    assert columns == ["gru", "mlp"]
+    model, tok = runs["gru"]
+    with torch.no_grad():
+        p = model(torch.tensor([tok.encode(SHORT)[-BLOCK:]]))[0, -1].softmax(-1).numpy()
+    shown = page.page.eval_on_selector_all("#compare-columns .rung:first-child .cand", "els => els.map(c => [+c.dataset.id, +c.dataset.p])")
+    assert shown and max(abs(q - p[i]) for i, q in shown) <= TOL
+    page.assert_clean()
+    page.context.close()
+    wrong = LivePage(browser, base, url=base + "index.html?runs=nonesuch")
+    assert wrong.page.get_attribute("body", "data-ready") == "error"
+    assert "nonesuch" in wrong.page.text_content("#page-message") and "gru" in wrong.page.text_content("#page-message")
+    wrong.context.close()

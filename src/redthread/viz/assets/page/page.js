@@ -14,6 +14,13 @@
 // show: its ids, tokens and every output), `dist` (its next-token distribution after the settings), the runs,
 // the timings, and `idle()` (a promise that settles when nothing is pending); body[data-busy] counts the work
 // in flight, body[data-ready] is 1 once every run is loaded.
+// The address may choose what the page opens on (the docs site embeds one folder in several chapters this way):
+//   ?runs=NAME,NAME   the runs to load, in this order (default: every run of the folder; the first is on show)
+//   &view=V           the view open first: walk, explorer, compare or about (default walk)
+//   &text=TEXT        the text to start from (default: the first of DEFAULT_TEXTS that the first run can read)
+//   &lang=en|zh       the language (default: the reader's last choice, else the browser's)
+// A run or a view that the page does not have is a message naming what it has, and nothing is loaded
+// (body[data-ready] is "error").
 
 (() => {
 
@@ -24,6 +31,7 @@ const CANDIDATES = 12;          // rows of the next-token panel
 const COMPARE_CANDIDATES = 8;   // rows of each column side by side
 const GENERATE = 20;            // tokens drawn by the generate button
 const DEFAULT_TEXTS = ["To be, or not to be", "to be or not to be", "the ", "床前明月光", "Emma"];
+const VIEWS = ["walk", "explorer", "compare", "about"];
 
 const state = {
   lang: "en", runs: [], current: 0, text: "", ids: null, start: 0,
@@ -214,7 +222,7 @@ function drawNext() {
 
 function drawView() {
   for (const b of document.querySelectorAll("#views button")) b.setAttribute("aria-selected", String(b.dataset.view === state.view));
-  for (const v of ["walk", "explorer", "compare", "about"]) $(`view-${v}`).hidden = v !== state.view;
+  for (const v of VIEWS) $(`view-${v}`).hidden = v !== state.view;
   if (state.view === "walk") drawWalk();
   else if (state.view === "explorer") drawExplorer();
   else if (state.view === "compare") drawCompare();
@@ -536,6 +544,23 @@ function wire() {
   for (const b of document.querySelectorAll("#lang-toggle button")) b.onclick = () => setLang(b.dataset.lang);
 }
 
+// What the address asks for (see the top of this file): the manifest's entries to load, the view, the text (null:
+// the default); an Error naming what the page has when it asks for something else.
+function asked() {
+  const q = new URLSearchParams(location.search), w = words();
+  const names = manifest.runs.map((r) => r.name);
+  let entries = manifest.runs;
+  if (q.has("runs")) {
+    const wanted = [...new Set(q.get("runs").split(",").map((n) => n.trim()).filter(Boolean))];
+    const unknown = wanted.filter((n) => !names.includes(n));
+    if (unknown.length || !wanted.length) throw new Error(w.badRuns(unknown.join(",") || '""', names.join(", ")));
+    entries = wanted.map((n) => manifest.runs.find((r) => r.name === n));
+  }
+  const view = q.has("view") ? q.get("view") : "walk";
+  if (!VIEWS.includes(view)) throw new Error(w.badView(view, VIEWS.join(", ")));
+  return { entries, view, text: q.get("text") };
+}
+
 function firstLang() {
   const asked = new URLSearchParams(location.search).get("lang");
   if (asked === "zh" || asked === "en") return asked;
@@ -554,12 +579,22 @@ async function main() {
     document.body.dataset.ready = "file";
     return;
   }
+  let want;
+  try {
+    want = asked();
+  } catch (e) {
+    showError(e);
+    document.body.dataset.ready = "error";
+    return;
+  }
+  state.view = want.view;
+  drawView();
   ort.env.wasm.numThreads = 1;  // single-threaded: no SharedArrayBuffer, no cross-origin isolation needed
   ort.env.wasm.wasmPaths = new URL("ort/", location.href).href;
-  message(words().loading(manifest.runs.length));
+  message(words().loading(want.entries.length));
   busy(1);
   try {
-    state.runs = await Promise.all(manifest.runs.map(loadRun));
+    state.runs = await Promise.all(want.entries.map(loadRun));
   } catch (e) {
     busy(-1);
     showError(e);
@@ -573,7 +608,7 @@ async function main() {
   fillRuns();
   const r = run();
   $("text").lang = r.cjk ? "zh-CN" : "";
-  const text = DEFAULT_TEXTS.find((x) => r.tok.encode(x).unknown.length === 0)
+  const text = want.text !== null ? want.text : DEFAULT_TEXTS.find((x) => r.tok.encode(x).unknown.length === 0)
     || r.tok.decode(Array.from({ length: Math.min(8, r.tok.vocabSize) }, (_, i) => i));
   await setText(text);
   await idle();

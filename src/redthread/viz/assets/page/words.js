@@ -32,6 +32,8 @@ const en = {
   unknownChars: (name, chars) => `${name} has never seen ${chars}: its vocabulary lacks them`,
   typeSomething: "type at least one character",
   loading: (n) => `loading ${n} model${n === 1 ? "" : "s"} into ONNX Runtime Web…`,
+  badRuns: (names, runs) => `the link asks for runs=${names}, which this page does not hold: its runs are ${runs}`,
+  badView: (view, views) => `the link asks for view=${view}: the views are ${views}`,
   fileProtocol: "This page runs its models with WebAssembly, which browsers refuse to load from file://. Serve the "
     + "folder over http: python -m http.server --directory THIS_FOLDER 8000, then open http://127.0.0.1:8000/",
   explorerModel: (name, meta) => `${name} · ${RUNGS_EN[meta.rung]}, ${meta.config.n_layer} layers × ${meta.config.n_head} heads, `
@@ -174,6 +176,8 @@ const zh = {
   unknownChars: (name, chars) => `${name} 从没见过 ${chars}：它的词表里没有这些字符`,
   typeSomething: "请至少输入一个字符",
   loading: (n) => `正在把 ${n} 个模型载入 ONNX Runtime Web……`,
+  badRuns: (names, runs) => `链接要的 runs=${names} 不在本页上：本页的模型是 ${runs}`,
+  badView: (view, views) => `链接要的 view=${view} 不存在：可选的视图是 ${views}`,
   fileProtocol: "本页用 WebAssembly 运行模型，而浏览器不允许从 file:// 载入 WebAssembly。请用 http 打开这个文件夹："
     + "python -m http.server --directory 本文件夹 8000，然后打开 http://127.0.0.1:8000/",
   explorerModel: (name, meta) => `${name} · ${RUNGS_ZH[meta.rung]}，${meta.config.n_layer} 层 × ${meta.config.n_head} 个头，`
