@@ -97,3 +97,41 @@ def test_two_runs_compare_check_by_check(tmp_path):
                       "same claim verdict": 0}
     assert "| toy | gap | A | 0.25 | 0.25 | 1e-07 | **holds** |" in text and "identical" in text
     assert main([str(tmp_path / "r1"), str(tmp_path / "nope")]) == 2
+
+
+def test_the_comparison_writes_into_its_block_only_and_speaks_chinese(tmp_path):
+    from redthread.experiments.compare import BEGIN, END, main, verdict_text
+    from redthread.lang import speaking
+
+    for run, value in (("r1", 0.25), ("r2", 0.25)):
+        (tmp_path / run / "toy").mkdir(parents=True)
+        (tmp_path / run / "toy" / "report.json").write_text(json.dumps({"verdict": "holds", "checks": [
+            {"name": "gap", "verdict": "inconclusive (does not replicate)", "sets": [{"value": value}]}]}))
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# before\n\n{BEGIN}\nold table\n{END}\n\nafter\n", encoding="utf-8")
+    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--into", str(doc), "--lang", "zh"]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# before\n\n" + BEGIN) and text.endswith(END + "\n\nafter\n") and "old table" not in text
+    assert "| toy | gap |  | 0.25 | 0.25 | 完全相同 | 无定论（不能复现） | 无定论（不能复现） |" in text
+    with speaking("zh"):
+        assert verdict_text("does not hold") == "不成立" and verdict_text("smoke") == "smoke"
+    assert verdict_text("inconclusive (does not replicate)") == "inconclusive (does not replicate)"
+    doc.write_text("no block here\n", encoding="utf-8")
+    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--into", str(doc)]) == 2
+    assert doc.read_text(encoding="utf-8") == "no block here\n"  # nothing lost
+
+
+def test_the_index_gives_every_check_with_both_sets_and_the_history(tmp_path):
+    from redthread.commands.experiment import write_index
+
+    check = {"name": "gap", "part": "speed", "floor": 0.05, "direction": "above", "verdict": "inconclusive (does not replicate)",
+             "sets": [{"value": 0.25, "interval": [0.2, 0.3]}, {"value": 0.04, "interval": [-0.01, 0.09]}]}
+    same = {**check, "name": "same", "direction": "within", "floor": 0.1, "verdict": "holds"}
+    report = {"claims": "C4", "verdict": "inconclusive (does not replicate)", "parts": {"speed": "inconclusive"},
+              "checks": [check, same], "history": [{"date": "2026-12-02"}], "numbers": {"seconds": 60.0}}
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "report.json").write_text(json.dumps(report))
+    text = write_index(tmp_path, ["toy"], False, 0).read_text()
+    assert "| [toy](toy/report.md) | C4 | inconclusive (does not replicate) | speed: inconclusive | 1 | 60.0 |" in text
+    assert "| toy | speed | gap | > 0.05 | 0.25 [0.2, 0.3] | 0.04 [-0.01, 0.09] | inconclusive (does not replicate) |" in text
+    assert "| toy | speed | same | \\|·\\| < 0.1 |" in text

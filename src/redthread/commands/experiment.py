@@ -92,22 +92,48 @@ def experiment_command(name: str, out: str | None, quick: bool, seed: int, overw
 
 
 def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
-    """index.md over the reports in root/NAME/report.json: each claim's verdict, by part, and its time."""
+    """index.md over the reports in root/NAME/report.json: each claim's verdict, by part, its history and its time;
+    then every check with both seed sets' values and intervals, its floor and its verdict."""
     lines = ["# Experiments: the claims of the essay, tested" + (" (quick)" if quick else ""), ""]
     if quick:
         lines += ["**Smoke test (--quick): these reports carry no verdict.**", ""]
-    lines += ["| experiment | claims | verdict | by part | seconds |", "|---|---|---|---|---|"]
-    total = 0.0
+    lines += ["| experiment | claims | verdict | by part | changes after a result | seconds |", "|---|---|---|---|---|---|"]
+    total, reports = 0.0, {}
     for n in names:
-        report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
+        reports[n] = report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
         seconds = float(report["numbers"].get("seconds", 0.0))
         total += seconds
         parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part).replace("|", "\\|") or "—"
-        lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {seconds:.1f} |")
+        history = len(report.get("history") or [])
+        lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {history} | {seconds:.1f} |")
     sets = "one seed set (smoke)" if quick else f"seed sets from {seed} and {seed + 100}"
-    lines += ["", f"Total: {total / 60:.1f} min of experiments, {sets}."]
+    lines += ["", f"Total: {total / 60:.1f} min of experiments, {sets}.", "",
+              "## Every check", "",
+              "Each check's mean and 95% interval in each seed set (at the full budget where it was run at three), "
+              "the floor it is decided against, and its verdict; a check that is a part's only one decides the part. "
+              "Each report's history lists every change of a criterion made after a result had been seen.", "",
+              "| experiment | part | check | needs | set A | set B | verdict |", "|---|---|---|---|---|---|---|"]
+    for n, report in reports.items():
+        for check in report.get("checks", []):
+            direction, floor = check.get("direction"), _figure(check.get("floor"))
+            needs = ("—" if check.get("floor") is None else f"\\|·\\| < {floor}" if direction == "within"
+                     else f"{'>' if direction == 'above' else '<'} {floor}")
+            values = [_estimate(s) for s in check.get("sets", [])] + ["—", "—"]
+            lines.append(f"| {n} | {check.get('part') or '—'} | {check['name']} | {needs} | {values[0]} | {values[1]} | "
+                         f"{check['verdict']} |".replace("\n", " "))
     atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
     return root / "index.md"
+
+
+def _figure(v) -> str:
+    return "—" if v is None else f"{v:.4g}"
+
+
+def _estimate(s: dict) -> str:
+    lo, hi = (s.get("interval") or [None, None])[:2]
+    if s.get("value") is None:
+        return "—"
+    return f"{_figure(s['value'])} [{_figure(lo)}, {_figure(hi)}]"
 
 
 class _Progress:

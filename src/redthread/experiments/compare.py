@@ -2,12 +2,18 @@
 differed and by how much, and whether every verdict is the same.
 
     python -m redthread.experiments.compare runs/run1 runs/run2 [--out replication.md]
+    python -m redthread.experiments.compare results/run-1 results/run-2 --into docs/replication.md
+    python -m redthread.experiments.compare results/run-1 results/run-2 --into docs/replication.zh.md --lang zh
 
 Each run folder holds NAME/report.json per experiment (`redthread experiment all --out DIR`, or
 one `redthread experiment NAME --out DIR/NAME` each). For every check and every seed set the
 table gives run 1's value, run 2's, and |difference| ("identical" when bit-equal), then both
 runs' verdicts. A verdict that differs between the runs is marked; by design the protocol should
 only let a check move between a verdict and "inconclusive (does not replicate)".
+
+--into FILE rewrites only the part of FILE between the lines `<!-- compare -->` and `<!-- /compare -->`
+(docs/replication.md's table, which tests/docs/test_replication.py holds to the committed runs); --lang zh
+writes the headings and verdicts in the glossary's Chinese.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from pathlib import Path
 
 from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
+from redthread.lang import say, speaking, term
+
+BEGIN, END = "<!-- compare -->", "<!-- /compare -->"  # the block --into rewrites
 
 
 def load_run(folder: Path) -> dict[str, dict]:
@@ -37,7 +46,8 @@ def load_run(folder: Path) -> dict[str, dict]:
 
 def compare(a: dict[str, dict], b: dict[str, dict]) -> tuple[str, dict]:
     """Markdown and counts for the experiments both runs have."""
-    lines = ["| experiment | check | set | run 1 | run 2 | \\|difference\\| | verdict, run 1 | verdict, run 2 |",
+    lines = [say("| experiment | check | set | run 1 | run 2 | \\|difference\\| | verdict, run 1 | verdict, run 2 |",
+                 "| 实验 | 检查 | 种子组 | 第 1 次运行 | 第 2 次运行 | \\|差\\| | 结论，第 1 次 | 结论，第 2 次 |"),
              "|---|---|---|---|---|---|---|---|"]
     counts = {"values": 0, "identical": 0, "verdicts": 0, "same verdict": 0, "experiments": 0, "same claim verdict": 0}
     for name in [n for n in a if n in b]:
@@ -57,15 +67,42 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> tuple[str, dict]:
                 counts["values"] += 1
                 identical = va == vb
                 counts["identical"] += identical
-                diff = "identical" if identical else (f"{abs(va - vb):.3g}" if None not in (va, vb) else "—")
-                v1 = ca["verdict"] if same else f"**{ca['verdict']}**"
-                v2 = cb["verdict"] if same else f"**{cb['verdict']}**"
+                diff = say("identical", "完全相同") if identical else (f"{abs(va - vb):.3g}" if None not in (va, vb) else "—")
+                v1, v2 = verdict_text(ca["verdict"]), verdict_text(cb["verdict"])
+                v1, v2 = (v1, v2) if same else (f"**{v1}**", f"**{v2}**")
                 lines.append(f"| {name} | {ca['name']} | {'AB'[i] if len(ca['sets']) > 1 else ''} | {_num(va)} | "
                              f"{_num(vb)} | {diff} | {v1 if i == 0 else ''} | {v2 if i == 0 else ''} |")
-    head = (f"{counts['experiments']} experiments in both runs; {counts['same claim verdict']} with the same verdict. "
-            f"{counts['verdicts']} checks: {counts['same verdict']} with the same verdict. {counts['values']} measured "
-            f"values (per check and seed set): {counts['identical']} bit-identical.")
+    c = counts
+    head = say(f"{c['experiments']} experiments in both runs; {c['same claim verdict']} with the same verdict. "
+               f"{c['verdicts']} checks: {c['same verdict']} with the same verdict. {c['values']} measured "
+               f"values (per check and seed set): {c['identical']} bit-identical.",
+               f"两次运行都有的实验 {c['experiments']} 个，其中结论相同的 {c['same claim verdict']} 个。检查 {c['verdicts']} 项，"
+               f"结论相同的 {c['same verdict']} 项。测得的值（每项检查、每组种子一个）{c['values']} 个，其中逐位相同的 "
+               f"{c['identical']} 个。")
     return head + "\n\n" + "\n".join(lines) + "\n", counts
+
+
+def verdict_text(verdict: str) -> str:
+    """A verdict in the language chosen: "inconclusive (does not replicate)" -> "无定论（不能复现）" in Chinese."""
+    main, _, note = verdict.partition(" (")
+    if main not in ("holds", "does not hold", "inconclusive", "holds in part"):
+        return verdict  # "smoke", or a verdict this table does not know: as the report wrote it
+    if not note:
+        return term(main)
+    note = note.rstrip(")")
+    return term(main) + say(f" ({note})", f"（{term(note) if note == 'does not replicate' else note}）")
+
+
+def into(path: Path, table: str) -> None:
+    """Replace the block between BEGIN and END in path with table; the rest of the file is kept as it is."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RedthreadError(f"cannot read {path}: {e.strerror}") from None
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise RedthreadError(f"{path} has no {BEGIN} ... {END} block to write the table into")
+    atomic_write_text(path, text[:start + len(BEGIN)] + "\n\n" + table.strip() + "\n\n" + text[end:])
 
 
 def _num(v) -> str:
@@ -77,11 +114,16 @@ def main(argv=None) -> int:
     p.add_argument("run1")
     p.add_argument("run2")
     p.add_argument("--out", help="write the table to this Markdown file")
+    p.add_argument("--into", help=f"rewrite the {BEGIN} ... {END} block of this Markdown file with the table")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="the table's language (default en)")
     args = p.parse_args(argv)
     try:
-        text, _ = compare(load_run(Path(args.run1)), load_run(Path(args.run2)))
+        with speaking(args.lang):
+            text, _ = compare(load_run(Path(args.run1)), load_run(Path(args.run2)))
         if args.out:
             atomic_write_text(Path(args.out), text)
+        if args.into:
+            into(Path(args.into), text)
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
