@@ -154,7 +154,7 @@ def on_config(config):
     reports = sorted(p.relative_to(staging).as_posix() for p in (staging / "experiments").glob("*/report.md"))
     config.nav = fill_nav(_source["nav"], {
         "tour/index.md": ["tour/index.md", *chapters],
-        "experiments/index.md": ["experiments/index.md", *reports],
+        "experiments/index.md": ["experiments/index.md", "replication.md", *reports],  # the two runs compared, then each report
         "api/index.md": _made["api_nav"],
     })
     return config

@@ -271,13 +271,14 @@ for label, values in similarity.items():
 # With residuals, pre- or post-norm, different positions stay different at every depth. Without them, by depth 8
 # every position's vector points the same way (cosine about 1.0): the stack has lost which character stood
 # where, and no training signal can bring it back. The [depth experiment](../experiments/depth/report.md) trains
-# such stacks and finds the same on trained models (C11 holds). Pre-norm is the default here because it trains
+# such stacks and finds the same on trained models in both seed sets at every budget, though C11 as a whole stays
+# inconclusive (its LayerNorm and gradient-flow parts are undecided; see the box below). Pre-norm is the default here because it trains
 # deep stacks without a careful learning-rate warm-up (Xiong et al. 2020).
 
 # %% [markdown] lang="zh"
 # 有残差时，无论前置还是后置归一化，不同位置的向量在任何深度都保持不同。没有残差时，堆到 8 层，所有位置的向量都指向同一个方向
 # （余弦相似度约为 1.0）：这个堆叠已经丢掉了“哪个字符在哪里”的信息，任何训练信号都找不回来。
-# [深度实验](../experiments/depth/report.md)训练了这样的堆叠，在训练好的模型上得到同样的结论（C11 成立）。
+# [深度实验](../experiments/depth/report.md)训练了这样的堆叠，在训练好的模型上、两组种子、每种预算下都得到同样的结论；不过 C11 整体仍是无定论（层归一化和梯度流两部分尚无定论，见下面的方框）。
 # 这里默认用前置归一化，因为它训练深层网络时不需要精心设计学习率预热（Xiong 等，2020）。
 
 # %% [markdown] lang="en"
@@ -411,14 +412,15 @@ plt.show()
 # spread it over a few characters further back. Whether heads really specialise, and whether they behave like an ensemble as
 # the essay says, is tested in the [heads](../experiments/heads/report.md) and
 # [ensemble](../experiments/ensemble/report.md) experiments: they specialise, but they are not interchangeable
-# members of an ensemble (C9 holds in part). Chapter 8 trains this model properly and samples from it; chapter 9
+# members of an ensemble (the ensemble part does not hold; specialisation is inconclusive, because one learning rate
+# stayed on its grid's edge at half the budget, and so is C9). Chapter 8 trains this model properly and samples from it; chapter 9
 # looks inside larger ones.
 
 # %% [markdown] lang="zh"
 # 训练 400 步之后，每个头主要都在看最近的几个字符，但看法不同：头 0 和头 3（从 0 计数）几乎把一行的全部权重放在一个字符上
 # （当前字符或紧挨在它前面的字符），头 1 和头 2 则把权重分散到更靠前的几个字符上。多个头是否真的各有分工、
 # 是否像原文说的那样像一个集成，由[多头实验](../experiments/heads/report.md)和[集成实验](../experiments/ensemble/report.md)检验：
-# 它们确实各有分工，但并不是集成里可以互相替代的成员（C9 部分成立）。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。
+# 它们并不是集成里可以互相替代的成员（集成这一部分不成立）；是否各有分工则是无定论，因为一半预算下有一个学习率停在了网格边缘，所以 C9 也是无定论。第 8 章会把这个模型好好训练并从中采样；第 9 章再看更大模型的内部。
 
 # %% [markdown] lang="en"
 # ## Live: one forward pass, number by number
@@ -448,44 +450,78 @@ plt.show()
 # ## Measured against the essay
 #
 # The essay (§4.1–§4.4) adds four pieces to attention, each with a reason: positions (C8), several heads (C9), the
-# feed-forward network (C10), residual connections and LayerNorm (C11). The experiments (the earlier protocol, one set of
-# five seeds) agree on most of it, and disagree on two points the essay states as facts:
+# feed-forward network (C10), residual connections and LayerNorm (C11). The experiments ([run 1](../../results/README.md)
+# of the replication protocol: two seed sets of five, A from seed 0 and B from seed 100, and some comparisons at half, once
+# and twice their training budget) confirm that positions inject order and refute the ensemble analogy; the rest is
+# inconclusive in this run, for the reasons given here:
 #
-# - **Attention alone is blind to order, and positions restore it.** Without positions, permuting the input permutes the
-#   output, to within float32 rounding; with sinusoidal positions an encoder names the first of 8 tokens, which an
-#   order-blind model cannot do beyond the multiset bound, and beats that bound by
-#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/value") in accuracy.
-# - **The sinusoids' locality prior is not found.** The locality experiment measures the attention on the 3 nearest
-#   characters of a model trained on ordered text, minus that of the same model trained on shuffled text. With sinusoidal
-#   positions the difference is [0.02355](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/value")
-#   and the check says "holds"; but a model with no positions at all, under the same causal mask, shows
-#   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean"). On the Markov source:
-#   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") against
-#   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean"). What the check measured is
-#   the order a causal mask gives by itself, not a prior of the sinusoids; the replication run, whose check compares with
-#   the model without positions directly, finds that the sinusoidal result does not replicate (summarised in the READMEs,
-#   its report not yet committed). Learned positions
-#   ([0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")) and rotary ones
-#   ([0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")) do concentrate on
-#   neighbours. The figure of $p_t \cdot p_{64}$ shows a geometry, not what a trained model does with it.
-# - **Heads specialise, but they do not behave like an ensemble.** On a source with two known dependencies, some head
-#   serves each ([0.9945](../experiments/heads/report.md "report.json: checks/name=specialisation/value") beyond the
-#   untrained model), and removing a specialist costs
-#   [3.026](../experiments/heads/report.md "report.json: checks/name=dissociation_near/value") nats more on its own
-#   positions than on the other's. The essay's analogy fails the other way: removing one whole head costs
-#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/value") nats more than removing the same
-#   width spread at random over all heads. An ensemble loses a member gracefully; these heads are specialists, not
-#   interchangeable weak learners (C9 holds in part).
-# - **Attention gathers, the FFN processes.** Mean-ablating every attention sublayer costs
-#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/value") nats at the rule's positions,
-#   every FFN [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/value"), and probes find the context
-#   arriving across attention and the rule computed across the FFN.
-# - **Residuals and LayerNorm keep depth trainable, though not by the reason the essay gives.** Without residual
-#   connections the share of the top layer's variance explained by the current token falls from
-#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/value") to
-#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/value"), and without LayerNorm a
-#   deep stack trained hard ends [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/value") nats
-#   worse. The essay credits LayerNorm with removing covariate shift; the evidence for that account is weak, and a better
+# - **Attention alone is blind to order, and positions restore it (holds).** Without positions, permuting the input
+#   permutes the output, to within float32 rounding; with sinusoidal positions an encoder names the first of 8 tokens,
+#   which an order-blind model cannot do beyond the multiset bound, and beats that bound by
+#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/sets/0/value") in accuracy
+#   (set B: [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/sets/1/value")).
+# - **The sinusoids' locality prior is not found.** The locality experiment measures the attention on the nearest
+#   characters of a trained model minus that of the same model with no positions at all: a causal mask gives some order by
+#   itself, and the earlier check, against the same model trained on shuffled text, could not fail for the claim's reason
+#   (the report's history). With sinusoidal positions the difference on Shakespeare is
+#   [0.08554](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value") in set A,
+#   its interval from [0.02369](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0")
+#   to [0.1474](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")
+#   across the floor of [0.05](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/floor")
+#   (inconclusive), and [0.008363](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value") in set B
+#   (does not hold): inconclusive (does not replicate). On the order-2 Markov source both sets are inconclusive
+#   ([0.001987](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value"),
+#   [0.02049](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")). Rotary
+#   positions do concentrate on neighbours, on both sources in both sets (holds; on Shakespeare
+#   [0.5985](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") and
+#   [0.6038](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/1/value")). Learned ones hold
+#   on Shakespeare ([0.1159](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value"),
+#   [0.1045](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")), but on the
+#   Markov source set B's [0.03979](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")
+#   has its interval across the floor: inconclusive (does not replicate). The figure of $p_t \cdot p_{64}$ shows a
+#   geometry, not what a trained model does with it.
+# - **Heads specialise, but the check is inconclusive, and they do not behave like an ensemble.** On a source with two
+#   known dependencies, some head serves each
+#   ([0.9971](../experiments/heads/report.md "report.json: checks/name=specialisation/sets/0/value") beyond the untrained
+#   model in set A, [0.9929](../experiments/heads/report.md "report.json: checks/name=specialisation/sets/1/value") in set
+#   B), and removing a specialist costs
+#   [3.615](../experiments/heads/report.md "report.json: checks/name=dissociation_near/sets/0/value") nats (set B:
+#   [2.727](../experiments/heads/report.md "report.json: checks/name=dissociation_near/sets/1/value")) more on its own
+#   positions than on the other's. Both sets hold at the full and the doubled budget; at half the budget set A's learning
+#   rate for four heads stayed on its grid's edge after two extensions
+#   ([0.048](../experiments/heads/report.md "report.json: tuning/0/pick")), which leaves that budget inconclusive (does not
+#   replicate) and every heads check inconclusive. The essay's analogy fails the other way: removing one whole head costs
+#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/sets/0/value") nats (set B:
+#   [0.04551](../experiments/ensemble/report.md "report.json: checks/name=removal_1/sets/1/value")) more than removing the
+#   same width spread at random over all heads, where an ensemble would lose less than
+#   [0.02](../experiments/ensemble/report.md "report.json: checks/name=removal_1/floor") more: does not hold. These heads are
+#   specialists, not interchangeable weak learners; C9 is inconclusive ([the claims](../claims.md)).
+# - **Attention gathers, the FFN processes: inconclusive.** Mean-ablating every attention sublayer costs
+#   [1.919](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") nats at the rule's
+#   positions in set A, every FFN [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/0/value");
+#   in set B [1.800](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") and
+#   [1.299](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value"), with intervals down to
+#   [0.6833](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") and
+#   [0.4914](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0"), across the floor of
+#   [0.89](../experiments/ffn/report.md "report.json: checks/name=attention_lost/floor") nats (half of what the context
+#   carries). Both sets hold at twice the budget and are inconclusive at half, so both costs are inconclusive. The probes
+#   find the context arriving across attention (holds); the rule computed across the FFN is inconclusive in the same way.
+# - **Residuals and LayerNorm: inconclusive here, and not for the reason the essay gives.** Without residual connections
+#   the share of the top layer's variance explained by the current token at initialisation falls from
+#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/sets/0/value") to
+#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/sets/0/value") (set B:
+#   [0.8845](../experiments/depth/report.md "report.json: checks/name=identity_residual/sets/1/value") to
+#   [0.08146](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/sets/1/value")), and every
+#   residual check holds in both sets at half and full budget; at twice the budget set A's learning rate for the stack with
+#   neither residuals nor LayerNorm stayed on its grid's edge
+#   ([0.00027](../experiments/depth/report.md "report.json: tuning/27/pick")), which leaves that part inconclusive. Without
+#   LayerNorm a deep stack trained hard ends
+#   [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/0/value") nats worse in set A,
+#   its interval from [0.03987](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/0/interval/0")
+#   across the floor of [0.04](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/floor"), and
+#   [0.3691](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/1/value") in set B: at this budget
+#   inconclusive (does not replicate), and the check inconclusive. The gradient-flow checks are inconclusive too. The
+#   essay credits LayerNorm with removing covariate shift; the evidence for that account is weak, and a better
 #   conditioned optimisation explains more ([the claims](../claims.md), S5).
 # - **And the assembled model is not the best rung at every budget**: on the ladder the GRU beat it, [1.6318](../ladder.md)
 #   against [1.7055](../ladder.md) nats per character (chapter 5).
@@ -494,36 +530,66 @@ plt.show()
 # ## 实测与原文
 #
 # 原文（§4.1–§4.4）给注意力加上四个部件，每个都有理由：位置编码（C8）、多个头（C9）、前馈网络（C10）、残差连接和层归一化（C11）。
-# 实验（之前的规程，一组五个种子）大体与原文一致，但在原文当作事实陈述的两点上不一致：
+# 实验（复现规程的[第一次完整运行](../../results/README.md)：两组种子，每组五个，A 组从种子 0 起、B 组从种子 100 起；部分比较还在一半、
+# 一倍和两倍的训练预算下测量）证实了位置编码注入顺序，也否定了原文“像集成”的类比；其余各点在这次运行中无定论，原因写在下面：
 #
-# - **注意力本身看不见顺序，位置编码把顺序找回来。** 没有位置编码时，把输入换序，输出只是跟着换序，差别在 float32 舍入误差之内；
+# - **注意力本身看不见顺序，位置编码把顺序找回来（成立）。** 没有位置编码时，把输入换序，输出只是跟着换序，差别在 float32 舍入误差之内；
 #   加上正弦位置编码，编码器能说出 8 个词元里的第一个——看不见顺序的模型最多只能达到“多重集上限”——准确率比这个上限高出
-#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/value")。
-# - **正弦编码的局部性先验没有找到。** 局部性实验测量：在有序文本上训练的模型放在最近 3 个字符上的注意力，减去同一个模型
-#   在打乱的文本上训练后的这个值。用正弦位置编码时差值是
-#   [0.02355](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/value")，检查的结论是“成立”；
-#   可是完全不加位置编码、只有同样因果掩码的模型，差值是
-#   [0.02501](../experiments/locality/report.md "report.json: numbers/excess_plays_none/mean")。在马尔可夫信源上也一样：
-#   [0.07764](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/value") 对
-#   [0.07686](../experiments/locality/report.md "report.json: numbers/excess_markov_none/mean")。这项检查量到的是因果掩码本身带来的顺序，
-#   而不是正弦编码的先验；复现运行的检查直接与不加位置编码的模型对照，正弦编码的结果不能复现（概述在 README 里，报告还没有提交）。可学习位置编码（[0.1259](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/value")）
-#   和旋转位置编码（[0.574](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/value")）确实把注意力集中在邻近位置上。
-#   $p_t \cdot p_{64}$ 那张图画的是一种几何性质，而不是训练好的模型怎样用它。
-# - **各个头确实各有分工，但并不像一个集成。** 在一个有两种已知依赖的信源上，每种依赖都有一个头负责（比未训练的模型高
-#   [0.9945](../experiments/heads/report.md "report.json: checks/name=specialisation/value")）；去掉一个专门的头，它负责的位置上
-#   比另一种位置上多损失 [3.026](../experiments/heads/report.md "report.json: checks/name=dissociation_near/value") 奈特。
+#   [0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/sets/0/value")
+#   （B 组：[0.7425](../experiments/permutation/report.md "report.json: checks/name=positions_excess/sets/1/value")）。
+# - **正弦编码的局部性先验没有找到。** 局部性实验测量：训练好的模型放在最近几个字符上的注意力，减去同一个模型完全不加位置编码时的这个值。
+#   因果掩码本身就带来一些顺序，以前那项与打乱文本上训练的同一模型对照的检查，不可能因为论点的理由而不成立（见报告里判据的修改记录）。
+#   用正弦位置编码时，莎士比亚文本上的差值在 A 组是
+#   [0.08554](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value")，区间从
+#   [0.02369](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0") 到
+#   [0.1474](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")，跨过了下限
+#   [0.05](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/floor")（无定论）；B 组是
+#   [0.008363](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value")（不成立）：
+#   无定论（不能复现）。在二阶马尔可夫信源上两组都无定论
+#   （[0.001987](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value")、
+#   [0.02049](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")）。旋转位置编码确实
+#   把注意力集中在邻近位置上，两个信源、两组种子都是如此（成立；莎士比亚文本上
+#   [0.5985](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") 和
+#   [0.6038](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/1/value")）。可学习位置编码在莎士比亚文本上成立
+#   （[0.1159](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value")、
+#   [0.1045](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")），在马尔可夫信源上 B 组却是
+#   [0.03979](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")，区间跨过下限：
+#   无定论（不能复现）。$p_t \cdot p_{64}$ 那张图画的是一种几何性质，而不是训练好的模型怎样用它。
+# - **各个头确实各有分工，但这项检查无定论；它们也不像一个集成。** 在一个有两种已知依赖的信源上，每种依赖都有一个头负责（A 组比未训练的模型高
+#   [0.9971](../experiments/heads/report.md "report.json: checks/name=specialisation/sets/0/value")，B 组高
+#   [0.9929](../experiments/heads/report.md "report.json: checks/name=specialisation/sets/1/value")）；去掉一个专门的头，它负责的位置上
+#   比另一种位置上多损失 [3.615](../experiments/heads/report.md "report.json: checks/name=dissociation_near/sets/0/value") 奈特
+#   （B 组：[2.727](../experiments/heads/report.md "report.json: checks/name=dissociation_near/sets/1/value")）。在一倍和两倍预算下两组都成立；
+#   在一半预算下，A 组四个头的模型的学习率在网格扩展两次之后仍停在边缘
+#   （[0.048](../experiments/heads/report.md "report.json: tuning/0/pick")），那个预算下的结论因此是无定论（不能复现），多头实验的每项检查也就无定论。
 #   原文的类比在另一头出了问题：去掉一个完整的头，比去掉分散在各头里、同样宽度的随机维度，多损失
-#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/value") 奈特。集成少了一个成员，损失不大；
-#   这些头是专才，不是可以互相替代的弱学习器（C9 部分成立）。
-# - **注意力负责汇聚，前馈网络负责加工。** 对所有注意力子层做均值消融，规则所在的位置上损失
-#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/value") 奈特，对所有前馈网络做均值消融损失
-#   [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/value") 奈特；探针也显示，上下文是经过注意力进来的，
-#   规则是在前馈网络里算出来的。
-# - **残差连接和层归一化让深层网络可以训练，但原因不是原文说的那个。** 去掉残差连接，最上层的方差中能由当前词元解释的比例从
-#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/value") 降到
-#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/value")；去掉层归一化，在加大训练强度的
-#   深层网络上，结果差 [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/value") 奈特。原文说层归一化的作用是
-#   消除协变量偏移；支持这种解释的证据很弱，更好的解释是优化问题的条件变好了（见[论点](../claims.md)页的原文辨析 S5）。
+#   [0.04569](../experiments/ensemble/report.md "report.json: checks/name=removal_1/sets/0/value") 奈特
+#   （B 组：[0.04551](../experiments/ensemble/report.md "report.json: checks/name=removal_1/sets/1/value")），而集成少了一个成员，多损失的应当不到
+#   [0.02](../experiments/ensemble/report.md "report.json: checks/name=removal_1/floor")：不成立。这些头是专才，不是可以互相替代的弱学习器；
+#   C9 无定论（见[论点](../claims.md)页）。
+# - **注意力负责汇聚，前馈网络负责加工：无定论。** 对所有注意力子层做均值消融，A 组在规则所在的位置上损失
+#   [1.919](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") 奈特，对所有前馈网络做均值消融损失
+#   [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/0/value") 奈特；B 组分别是
+#   [1.800](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") 和
+#   [1.299](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value")，区间低到
+#   [0.6833](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") 和
+#   [0.4914](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0")，跨过了
+#   [0.89](../experiments/ffn/report.md "report.json: checks/name=attention_lost/floor") 奈特的下限（上下文所携带信息的一半）。
+#   两倍预算下两组都成立，一半预算下两组都无定论，所以这两项都无定论。探针显示上下文是经过注意力进来的（成立）；
+#   规则在前馈网络里算出来这一项，同样无定论。
+# - **残差连接和层归一化：这里无定论，而且原因也不是原文说的那个。** 去掉残差连接，初始化时最上层的方差中能由当前词元解释的比例从
+#   [0.89](../experiments/depth/report.md "report.json: checks/name=identity_residual/sets/0/value") 降到
+#   [0.057](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/sets/0/value")（B 组：从
+#   [0.8845](../experiments/depth/report.md "report.json: checks/name=identity_residual/sets/1/value") 降到
+#   [0.08146](../experiments/depth/report.md "report.json: checks/name=identity_no_residual/sets/1/value")），残差部分的每项检查
+#   在一半和一倍预算下两组都成立；但在两倍预算下，A 组里既无残差连接也无层归一化的堆叠，学习率停在了网格边缘
+#   （[0.00027](../experiments/depth/report.md "report.json: tuning/27/pick")），这一部分因此无定论。去掉层归一化，在加大训练强度的
+#   深层网络上，A 组的结果差 [0.2165](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/0/value") 奈特，区间从
+#   [0.03987](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/0/interval/0") 起，跨过了
+#   [0.04](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/floor") 的下限；B 组差
+#   [0.3691](../experiments/depth/report.md "report.json: checks/name=layernorm_gap/sets/1/value") 奈特：这个预算下无定论（不能复现），这项检查无定论。
+#   梯度流的各项检查也无定论。原文说层归一化的作用是消除协变量偏移；支持这种解释的证据很弱，更好的解释是优化问题的条件变好了
+#   （见[论点](../claims.md)页的原文辨析 S5）。
 # - **组装好的模型也不是在任何预算下都最好**：在阶梯上 GRU 胜过了它，每字符 [1.6318](../ladder.md) 对
 #   [1.7055](../ladder.md) 奈特（第 5 章）。
 

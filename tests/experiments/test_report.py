@@ -65,6 +65,8 @@ def test_experiment_all_resumes_per_experiment(tmp_path, monkeypatch):
     assert code == 0, err
     kept = (out / "regression" / "report.json").read_text()
     assert json.loads(kept)["numbers"]["code_commit"] not in ("", None)  # the commit, or "unknown" outside git
+    where = json.loads(kept)["numbers"]["environment"]  # and the machine: one commit gave other numbers on another
+    assert where["torch_threads"] == "1" and where["torch"] and where["cpu"] and where["cpu_capability"]
     (out / "attention-as-regression" / "report.json").unlink()  # as if the run had stopped inside it
     code, again, err = cli("experiment", "all", "--quick", "--out", out, "--no-progress", "--resume")
     assert code == 0, err
@@ -108,16 +110,19 @@ def test_the_comparison_writes_into_its_block_only_and_speaks_chinese(tmp_path):
         (tmp_path / run / "toy" / "report.json").write_text(json.dumps({"verdict": "holds", "checks": [
             {"name": "gap", "verdict": "inconclusive (does not replicate)", "sets": [{"value": value}]}]}))
     doc = tmp_path / "doc.md"
-    doc.write_text(f"# before\n\n{BEGIN}\nold table\n{END}\n\nafter\n", encoding="utf-8")
-    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--into", str(doc), "--lang", "zh"]) == 0
+    r1, r2 = str(tmp_path / "r1"), str(tmp_path / "r2")
+    other = BEGIN.format(r2, r1) + "\nkept\n" + END
+    doc.write_text(f"# before\n\n{BEGIN.format(r1, r2)}\nold table\n{END}\n\n{other}\n", encoding="utf-8")
+    assert main([r1, r2, "--into", str(doc), "--lang", "zh"]) == 0
     text = doc.read_text(encoding="utf-8")
-    assert text.startswith("# before\n\n" + BEGIN) and text.endswith(END + "\n\nafter\n") and "old table" not in text
+    assert text.startswith("# before\n\n" + BEGIN.format(r1, r2)) and "old table" not in text
+    assert text.endswith(f"{END}\n\n{other}\n")  # the block naming other runs is left alone
     assert "| toy | gap |  | 0.25 | 0.25 | 完全相同 | 无定论（不能复现） | 无定论（不能复现） |" in text
     with speaking("zh"):
         assert verdict_text("does not hold") == "不成立" and verdict_text("smoke") == "smoke"
     assert verdict_text("inconclusive (does not replicate)") == "inconclusive (does not replicate)"
     doc.write_text("no block here\n", encoding="utf-8")
-    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--into", str(doc)]) == 2
+    assert main([r1, r2, "--into", str(doc)]) == 2
     assert doc.read_text(encoding="utf-8") == "no block here\n"  # nothing lost
 
 

@@ -37,14 +37,37 @@ def check_out(out: Path, overwrite: bool, resume: bool = False, every: bool = Fa
 def run_one(name: str, out: Path, quick: bool, seed: int, progress) -> tuple[object, float]:
     commit = code_commit()  # asked before the run: the checkout may move while it runs
     with one_thread():
+        where = environment()  # inside: the threads the experiment runs on
         t0 = time.perf_counter()
         report = run_experiment(name, quick=quick, seed=seed, progress=progress)
         seconds = time.perf_counter() - t0
     report.number("seconds", round(seconds, 2))
     report.number("seed", seed)
     report.number("code_commit", commit)  # which code made these numbers (a replication compares two)
+    report.number("environment", where)  # and where: the same commit gave other numbers on another machine
     report.write(out)
     return report, seconds
+
+
+def environment() -> dict[str, str]:
+    """What besides the code can change a float: the processor, its instruction sets that kernels dispatch on, the
+    threads and the library versions (docs/replication.md: one commit, two machines, other numbers)."""
+    import platform
+
+    import numpy
+    import torch
+
+    cpu, flags = platform.processor() or platform.machine(), ""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+        cpu = fields.get("model name\t", cpu).strip() or cpu
+        flags = " ".join(sorted(f for f in fields.get("flags\t\t", "").split() if f.startswith(("avx", "fma", "amx"))))
+    except (OSError, ValueError):
+        pass
+    return {"cpu": cpu, "cpu_flags": flags, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": str(torch.get_num_threads()), "torch": torch.__version__, "numpy": numpy.__version__,
+            "python": platform.python_version()}
 
 
 def finished(folder: Path, name: str, quick: bool, seed: int) -> dict | None:
