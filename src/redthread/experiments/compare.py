@@ -11,9 +11,10 @@ table gives run 1's value, run 2's, and |difference| ("identical" when bit-equal
 runs' verdicts. A verdict that differs between the runs is marked; by design the protocol should
 only let a check move between a verdict and "inconclusive (does not replicate)".
 
---into FILE rewrites only the part of FILE between the lines `<!-- compare -->` and `<!-- /compare -->`
-(docs/replication.md's table, which tests/docs/test_replication.py holds to the committed runs); --lang zh
-writes the headings and verdicts in the glossary's Chinese.
+--into FILE rewrites only the part of FILE between the line `<!-- compare RUN1 RUN2 -->`, naming the two
+folders as given, and the next `<!-- /compare -->` (docs/replication.md's tables, which
+tests/docs/test_replication.py holds to the committed runs); --lang zh writes the headings and verdicts
+in the glossary's Chinese.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from redthread.errors import RedthreadError
 from redthread.files import atomic_write_text
 from redthread.lang import say, speaking, term
 
-BEGIN, END = "<!-- compare -->", "<!-- /compare -->"  # the block --into rewrites
+BEGIN, END = "<!-- compare {} {} -->", "<!-- /compare -->"  # the block --into rewrites, naming its two runs
 
 
 def load_run(folder: Path) -> dict[str, dict]:
@@ -93,16 +94,18 @@ def verdict_text(verdict: str) -> str:
     return term(main) + say(f" ({note})", f"（{term(note) if note == 'does not replicate' else note}）")
 
 
-def into(path: Path, table: str) -> None:
-    """Replace the block between BEGIN and END in path with table; the rest of the file is kept as it is."""
+def into(path: Path, table: str, run1: str, run2: str) -> None:
+    """Replace the block that names run1 and run2 in path with table; the rest of the file is kept as it is."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise RedthreadError(f"cannot read {path}: {e.strerror}") from None
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise RedthreadError(f"{path} has no {BEGIN} ... {END} block to write the table into")
-    atomic_write_text(path, text[:start + len(BEGIN)] + "\n\n" + table.strip() + "\n\n" + text[end:])
+    begin = BEGIN.format(run1, run2)
+    start = text.find(begin)
+    end = text.find(END, start)
+    if start < 0 or end < 0:
+        raise RedthreadError(f"{path} has no {begin} ... {END} block to write the table into")
+    atomic_write_text(path, text[:start + len(begin)] + "\n\n" + table.strip() + "\n\n" + text[end:])
 
 
 def _num(v) -> str:
@@ -114,7 +117,7 @@ def main(argv=None) -> int:
     p.add_argument("run1")
     p.add_argument("run2")
     p.add_argument("--out", help="write the table to this Markdown file")
-    p.add_argument("--into", help=f"rewrite the {BEGIN} ... {END} block of this Markdown file with the table")
+    p.add_argument("--into", help="rewrite the <!-- compare RUN1 RUN2 --> ... <!-- /compare --> block of this Markdown file")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="the table's language (default en)")
     args = p.parse_args(argv)
     try:
@@ -123,7 +126,7 @@ def main(argv=None) -> int:
         if args.out:
             atomic_write_text(Path(args.out), text)
         if args.into:
-            into(Path(args.into), text)
+            into(Path(args.into), text, args.run1, args.run2)
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
