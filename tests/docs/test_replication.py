@@ -28,4 +28,4 @@ def test_every_table_is_the_comparison_of_the_committed_runs(page, lang):
         assert table.strip() == expected.strip(), (
             f"docs/{page}: the table of {run1} against {run2} is stale; write it again with "
             f"python -m redthread.experiments.compare {run1} {run2} --into docs/{page}" + (" --lang zh" if lang == "zh" else ""))
-        assert counts["experiments"] >= 19, (run1, run2, counts)
+        assert counts["experiments"] >= 8, (run1, run2, counts)  # run-3 holds the experiments run again, not all
