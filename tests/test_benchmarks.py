@@ -176,3 +176,39 @@ def test_the_speculative_benchmark_measures_every_shipped_draft(tmp_path):
                                           "shakespeare-lstm", "shakespeare-gru"}
     assert all(0 <= r["kept"] <= r["acceptance"] <= 1 and r["tokens_per_target_pass"] >= 1 for r in rows)
     assert "plain generate" in out
+
+
+def test_the_site_load_benchmark_times_a_live_chapter_and_refuses_a_folder_that_is_no_site(tmp_path):
+    import torch
+
+    import redthread as rt
+    from redthread.data.tokenizers import CharTokenizer
+    from redthread.errors import RedthreadError
+    from redthread.viz.page import PageRun, runtime_folder, write_page
+
+    try:
+        runtime_folder()
+        missing = None if Path("/usr/bin/chromium").exists() else "/usr/bin/chromium"
+    except RedthreadError:
+        missing = "onnxruntime-web (bash setup.sh)"
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the site benchmark must run in CI: {missing} is missing")
+        pytest.skip(f"{missing} is missing")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "site_load.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode != 0 and "is not a built site" in proc.stderr and "Traceback" not in proc.stderr
+    site = tmp_path / "site"  # a site of one chapter that embeds the live page, as docs/hooks.py writes it
+    tok = CharTokenizer.from_text("to be, or not to be\n")
+    torch.manual_seed(0)
+    model = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=1, n_head=2, d_model=8))
+    write_page([PageRun("tiny", model, tok)], site / "live")
+    (site / "index.html").write_text("<html><body>home</body></html>")
+    (site / "tour" / "01-x").mkdir(parents=True)
+    (site / "tour" / "01-x" / "index.html").write_text(
+        '<html><body><div class="live-page"><iframe src="../../live/index.html?runs=tiny&amp;view=walk&amp;lang=en" '
+        'loading="lazy"></iframe></div></body></html>')
+    out = run_script("site_load.py", str(site), "--repeats", "1", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "tour/01-x/" in out and "on disk:" in out
+    row = json.loads((tmp_path / "f.json").read_text())["pages"]["tour/01-x/"]
+    assert row["live_s"] >= row["chapter_s"] > 0 and row["bytes"] > 1e6 and row["outside"] == 0  # the runtime came
