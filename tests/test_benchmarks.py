@@ -146,10 +146,10 @@ def test_the_classroom_load_test_reports_latency_errors_and_memory(tmp_path):
     assert result["rss_peak_mib"] > 0
 
 
-def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
+def needs_the_browser_and_its_runtime(what: str) -> None:
+    """Skip where Chromium or ONNX Runtime Web is missing; in CI, where setup.sh installs both, fail instead."""
     from redthread.errors import RedthreadError
     from redthread.viz.page import runtime_folder
-    from tests.tiny import save_tiny_run
 
     try:
         runtime_folder()
@@ -158,8 +158,14 @@ def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
         missing = "onnxruntime-web (bash setup.sh)"
     if missing:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"the page benchmark must run in CI: {missing} is missing")
+            pytest.fail(f"{what} must run in CI: {missing} is missing")
         pytest.skip(f"{missing} is missing")
+
+
+def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
+    from tests.tiny import save_tiny_run
+
+    needs_the_browser_and_its_runtime("the page benchmark")
     save_tiny_run(tmp_path / "tiny", "to be, or not to be: that is the question.\n", block_size=16)
     out = run_script("page_speed.py", str(tmp_path / "tiny"), "--repeats", "1", "--json", str(tmp_path / "f.json"),
                      "--screenshots", str(tmp_path / "shots"), cache=tmp_path)
@@ -183,18 +189,9 @@ def test_the_site_load_benchmark_times_a_live_chapter_and_refuses_a_folder_that_
 
     import redthread as rt
     from redthread.data.tokenizers import CharTokenizer
-    from redthread.errors import RedthreadError
-    from redthread.viz.page import PageRun, runtime_folder, write_page
+    from redthread.viz.page import PageRun, write_page
 
-    try:
-        runtime_folder()
-        missing = None if Path("/usr/bin/chromium").exists() else "/usr/bin/chromium"
-    except RedthreadError:
-        missing = "onnxruntime-web (bash setup.sh)"
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the site benchmark must run in CI: {missing} is missing")
-        pytest.skip(f"{missing} is missing")
+    needs_the_browser_and_its_runtime("the site benchmark")
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "site_load.py"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert proc.returncode != 0 and "is not a built site" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,7 +1,8 @@
 """The verdict tables of README.md and README.zh-CN.md are what the committed reports say: each row's verdict is
 docs/experiments' (run 1, in the glossary's Chinese in the Chinese README), its second verdict results/run-2's, its
 parts and the number of criterion changes after a result are the report's. A report run again without the READMEs
-written again fails here."""
+written again fails here; `python -m redthread.experiments.compare docs/experiments results/run-2 --verdicts
+[--lang zh]` prints the table again."""
 
 from __future__ import annotations
 

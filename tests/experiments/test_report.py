@@ -140,3 +140,18 @@ def test_the_index_gives_every_check_with_both_sets_and_the_history(tmp_path):
     assert "| [toy](toy/report.md) | C4 | inconclusive (does not replicate) | speed: inconclusive | 1 | 60.0 |" in text
     assert "| toy | speed | gap | > 0.05 | 0.25 [0.2, 0.3] | 0.04 [-0.01, 0.09] | inconclusive (does not replicate) |" in text
     assert "| toy | speed | same | \\|·\\| < 0.1 |" in text
+
+
+def test_the_verdict_table_gives_one_row_per_experiment_of_run_one(tmp_path, capsys):
+    from redthread.experiments.compare import main
+
+    report = {"claims": "C1", "verdict": "holds", "parts": {"E[y|x]": "holds"}, "checks": [], "history": [{}, {}]}
+    for run in ("r1", "r2"):
+        (tmp_path / run / "regression").mkdir(parents=True)
+        (tmp_path / run / "regression" / "report.json").write_text(json.dumps(report))
+    (tmp_path / "r1" / "depth").mkdir()
+    (tmp_path / "r1" / "depth" / "report.json").write_text(json.dumps({**report, "verdict": "inconclusive"}))
+    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--verdicts", "--lang", "zh"]) == 0
+    out = capsys.readouterr().out
+    assert f"| [regression]({(tmp_path / 'r1').as_posix()}/regression/report.md) | C1 | 成立 | 成立 | `E[y\\|x]`: 成立 | 2 |" in out
+    assert "| 无定论 | 尚未运行 |" in out  # depth: in run 1 only

@@ -11,6 +11,12 @@ table gives run 1's value, run 2's, and |difference| ("identical" when bit-equal
 runs' verdicts. A verdict that differs between the runs is marked; by design the protocol should
 only let a check move between a verdict and "inconclusive (does not replicate)".
 
+--verdicts prints instead one row per experiment of run 1: its verdict, run 2's, each part's and the number of
+criterion changes after a result (the README's table, with run 1 = docs/experiments; tests/test_readme_verdicts.py
+holds the READMEs to it):
+
+    python -m redthread.experiments.compare docs/experiments results/run-2 --verdicts [--lang zh]
+
 --into FILE rewrites only the part of FILE between the line `<!-- compare RUN1 RUN2 -->`, naming the two
 folders as given, and the next `<!-- /compare -->` (docs/replication.md's tables, which
 tests/docs/test_replication.py holds to the committed runs); --lang zh writes the headings and verdicts
@@ -83,6 +89,22 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> tuple[str, dict]:
     return head + "\n\n" + "\n".join(lines) + "\n", counts
 
 
+def verdict_table(run1: Path, a: dict[str, dict], b: dict[str, dict]) -> str:
+    """One row per experiment of run 1, in the registry's order: verdicts of both runs, by part, criterion changes."""
+    from redthread.experiments import available
+
+    rows = [say("| experiment | claims | verdict, run 1 | run 2 | by part (run 1) | criterion changes after a result |",
+                "| 实验 | 论点 | 结论，第 1 次运行 | 第 2 次运行 | 各部分（第 1 次运行） | 看到结果后判据的修改 |"),
+            "|---|---|---|---|---|---|"]
+    for name in [n for n in available() if n in a]:
+        r = a[name]
+        second = verdict_text(b[name]["verdict"]) if name in b else say("not yet run", "尚未运行")
+        parts = "; ".join(f"`{k}`: {verdict_text(v)}" for k, v in (r.get("parts") or {}).items() if k)
+        rows.append(f"| [{name}]({run1.as_posix()}/{name}/report.md) | {r['claims']} | {verdict_text(r['verdict'])} | "
+                    f"{second} | {parts.replace('|', chr(92) + '|') or '—'} | {len(r.get('history') or [])} |")
+    return "\n".join(rows) + "\n"
+
+
 def verdict_text(verdict: str) -> str:
     """A verdict in the language chosen: "inconclusive (does not replicate)" -> "无定论（不能复现）" in Chinese."""
     main, _, note = verdict.partition(" (")
@@ -118,11 +140,13 @@ def main(argv=None) -> int:
     p.add_argument("run2")
     p.add_argument("--out", help="write the table to this Markdown file")
     p.add_argument("--into", help="rewrite the <!-- compare RUN1 RUN2 --> ... <!-- /compare --> block of this Markdown file")
+    p.add_argument("--verdicts", action="store_true", help="one row per experiment instead of one per check")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="the table's language (default en)")
     args = p.parse_args(argv)
     try:
+        runs = load_run(Path(args.run1)), load_run(Path(args.run2))
         with speaking(args.lang):
-            text, _ = compare(load_run(Path(args.run1)), load_run(Path(args.run2)))
+            text = verdict_table(Path(args.run1), *runs) if args.verdicts else compare(*runs)[0]
         if args.out:
             atomic_write_text(Path(args.out), text)
         if args.into:
