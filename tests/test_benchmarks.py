@@ -175,6 +175,23 @@ def test_the_page_speed_benchmark_times_the_page_in_chromium(tmp_path):
     assert (tmp_path / "shots" / "page-walkthrough.png").is_file()  # one run: no side by side to show
 
 
+def test_the_page_speed_benchmark_times_a_shipped_model_on_its_own_text_and_refuses_what_is_no_run(tmp_path):
+    needs_the_browser_and_its_runtime("the page benchmark")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "REDTHREAD_CACHE": str(tmp_path)}
+    for bad, says in (("no-such-run", "no shipped model of that name"), ("names-ngram", "does not export to ONNX")):
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "page_speed.py"), bad, "--repeats", "1"],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        assert proc.returncode != 0 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    out = run_script("page_speed.py", "names-transformer", "--repeats", "1", "--json", str(tmp_path / "f.json"),
+                     cache=tmp_path)
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert figures["block_size"] == 16 and figures["lengths"] == [16]  # 64 and 128 are past a names model's context
+    assert figures["text"].startswith(".emma.olivia.") and set(figures["text"]) <= set(".abcdefghijklmnopqrstuvwxyz")
+    assert set(figures["forward_ms"]) == {"16 all", "16 logits"} and set(figures["update_ms"]) == {"walk 16", "about 16"}
+    assert "forward, 64" not in out and figures["generated_token_ms"]["min"] > 0
+
+
 def test_the_speculative_benchmark_measures_every_shipped_draft(tmp_path):
     out = run_script("speculative.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     rows = json.loads((tmp_path / "f.json").read_text())["rows"]
