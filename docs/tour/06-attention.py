@@ -341,7 +341,7 @@ plt.show()
 #
 # 在文档网站上，下面的页面用 ONNX Runtime Web 在你的浏览器里运行 redthread 随包附带的一个模型：
 # `shakespeare-transformer`，4 层、每层 4 个头，按 speedrun 的配方在 tiny Shakespeare 上训练（验证文本上每字符 1.49 奈特；
-# 见[参考模型](../benchmarks.md#reference-models-shipped)），页面打开的是注意力浏览器。输入一段文本：每个头的方格就是
+# 见[参考模型](../benchmarks.md#reference-models-shipped)），页面打开的是注意力探索器。输入一段文本：每个头的方格就是
 # $\alpha_{ij}$，第 $i$ 行是位置 $j \le i$ 上的一个分布（因果掩码让对角线以上全为 0）；神经元视图给出一个查询对各个键的分数
 # $q_i \cdot k_j / \sqrt{d_k}$，softmax 把它们变成这些权重。你输入的内容不会离开这个页面。在仓库里，同一个页面是
 # `redthread page shakespeare-transformer --out page`。

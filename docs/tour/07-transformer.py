@@ -218,7 +218,7 @@ print("positions whose output moved:", moved.nonzero().flatten().tolist())
 # %% [markdown] lang="zh"
 # ## 残差连接和层归一化
 #
-# 每个子层都被包装成 $x + \mathrm{Sublayer}(\mathrm{LN}(x))$（**前置归一化**，pre-norm，GPT-2 和 redthread 的默认做法），
+# 每个子层外面都套着同一个结构 $x + \mathrm{Sublayer}(\mathrm{LN}(x))$（**前置归一化**，pre-norm，GPT-2 和 redthread 的默认做法），
 # 或者 $\mathrm{LN}(x + \mathrm{Sublayer}(x))$（**后置归一化**，post-norm，原论文的做法；`norm="post"`）。层归一化把每个位置的向量
 # 在其 $d$ 个特征上缩放到均值 0、方差 1（再乘上可学习的增益、加上偏置），所以无论残差流怎样漂移，子层的输入尺度都保持不变。
 # 残差 $x + \dots$ 让每一层及其梯度都有一条绕过子层的直达通路。如果去掉残差，把同样的子层堆起来：注意力做的是平均，
@@ -297,7 +297,7 @@ for label, values in similarity.items():
 # （带因果掩码的多头注意力和前馈网络，各自带残差和层归一化）、最后一个层归一化，以及与词嵌入共享权重的输出层
 # （`tie_weights=True`）。记 $d$ = `d_model`、$d_{ff} = 4d$，并且带偏置，那么一个块有 $4d^2 + 4d$（注意力）
 # $+ 2 d\, d_{ff} + d_{ff} + d$（前馈网络）$+ 4d$（两个层归一化）个参数。`num_params()` 默认不计词嵌入，
-# 因为计算量随的是其余那部分参数：
+# 因为每个词元的计算量主要由其余那些参数决定：
 
 # %%
 cfg = rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=2, n_head=4, d_model=64)

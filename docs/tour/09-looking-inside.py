@@ -340,7 +340,7 @@ for name, r in readings.items():
 #
 # 这能说明什么、不能说明什么。一个注意力权重只说明某一层里某个位置从哪里读取信息，仅此而已。经过一层之后，
 # 每个位置的向量都已经混合了其他位置，所以放在 animal 所在位置上的权重并不等于放在 *animal* 这个词上的权重；
-# 决定可以由值向量和前馈网络做出，而注意力权重却看着别处；还有大量权重停放在 `[CLS]` 上。它也不能说明模型无法消解这个代词：
+# 真正的判断可能是值向量和前馈网络做出的，注意力权重指的却是别处；还有大量权重停放在 `[CLS]` 上。它也不能说明模型无法消解这个代词：
 # 那需要检验模型的输出，而不是它的注意力。何况这只是一个为句子相似度训练的小编码器。文章说注意力图“常常能揭示出模型捕捉到的语法、
 # 语义或指代关系”，这是一个需要逐个模型去检验的假设，就像这里做的一样，而不是看一张图就能得出的结论。
 # 完整的解读和探索器见 [docs/attention.md](../attention.md)。
@@ -403,7 +403,7 @@ for name, r in readings.items():
 #   选对的比例是 [0.516](../experiments/coreference/report.md "report.json: checks/name=pick_head/sets/0/value")（无定论），
 #   随指代对象翻转的句对比例是 [0.0625](../experiments/coreference/report.md "report.json: checks/name=flip_head/sets/0/value")：不成立。
 # - **一个确实会消解指代的模型，也没有显出这扇窗。** MiniLM 是为句子相似度训练的，没有表现出消解代词的能力：
-#   如果模型本来就没有消解 it，一扇忠实的窗看到的正是这样的空结果。阳性对照是[指代对象实验](../experiments/referent/report.md)：
+#   如果模型本来就没有消解 it，那么即使注意力如实反映模型在读什么，看到的也正是这样的空结果。阳性对照是[指代对象实验](../experiments/referent/report.md)：
 #   在一种合成语言上训练一个小 Transformer，代词处的目标是其指代对象的一个属性。种子组 B（种子 100–104）每个种子都消解了指代，
 #   准确率 [1.0](../experiments/referent/report.md "report.json: checks/name=competence/sets/1/value")；种子组 A（种子 0–4）是
 #   [0.908](../experiments/referent/report.md "report.json: checks/name=competence/sets/0/value")，区间下端到
