@@ -7,7 +7,8 @@ walk-through computes by hand; the sampling controls give the logits processors'
 (generate/processors.py); greedy generation gives redthread.generate's tokens, sliding window included; seeded
 sampling repeats itself and its draws follow the exact distribution (total variation); the explorer draws the
 in-browser model's attention; the runs side by side give each model's distribution; the language toggle leaves no
-English prose in Chinese (an allow-list of identifiers) and sets the html element's lang; no console error.
+English prose in Chinese (an allow-list of identifiers), sets the html element's lang and changes no number shown
+(the distribution's, the walk-through's); no console error.
 Tiny random-init models built here, char and BPE tokenizers: no training, no download.
 """
 
@@ -70,6 +71,8 @@ def build_runs() -> dict[str, tuple]:
         runs[f"transformer-{pos}"] = transformer(tok, pos=pos)
     runs["transformer-variants"] = transformer(tok, pos="rope", norm="post", qk_norm=True, activation="relu2",
                                                logit_softcap=3.0, bias=False, tie_weights=False, d_ff=24)
+    runs["transformer-gpt2"] = transformer(tok, pos="learned", activation="gelu_tanh", n_head=4, n_layer=3)  # as in
+    # tests/interop/test_onnx.py: GPT-2's shape (learned positions, tanh GELU, pre-norm, tied head), smaller
     out = {name: (model.eval(), tok) for name, model in runs.items()}
     bpe = BPETokenizer.train(CORPUS * 4 + ZH * 4, 300)
     out["transformer-bpe"] = (transformer(bpe, pos="learned").eval(), bpe)
@@ -445,7 +448,8 @@ def walk_expected(model, out, t, layer, head) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("name, t, layer, head", [
     ("transformer-sinusoidal", 5, 1, 1), ("transformer-learned", 0, 0, 0), ("transformer-variants", 11, 1, 0),
-    ("transformer-rope", 15, 0, 1), ("bigram", 3, 0, 0), ("mlp", 2, 0, 0), ("gru", 7, 0, 0),
+    ("transformer-rope", 15, 0, 1), ("transformer-none", 8, 1, 0), ("transformer-gpt2", 9, 2, 3), ("bigram", 3, 0, 0),
+    ("mlp", 2, 0, 0), ("rnn", 9, 0, 0), ("lstm", 4, 0, 0), ("gru", 7, 0, 0),
 ])
 def test_the_walk_through_shows_the_models_own_numbers(live, runs, name, t, layer, head):
     model, _ = runs[name]
@@ -564,6 +568,67 @@ def english_words(texts):
     import re
 
     return sorted({w for t in texts for w in re.findall(r"[A-Za-z]+", t) if len(w) > 1 and w not in ALLOWED})
+
+
+NUMBERS_SHOWN = """() => {
+    const walk = document.getElementById('view-walk'), stats = document.getElementById('next-stats');
+    return {
+        candidates: [...document.querySelectorAll('#candidates .cand')].map(e => [e.dataset.id, e.dataset.p,
+            e.dataset.pSample, e.querySelector('.num.p').textContent, e.classList.contains('cut') ? null
+            : e.querySelector('.num.ps').textContent]),
+        entropy: [stats.dataset.entropy, stats.dataset.entropySample], stats: stats.textContent,
+        walk: [walk.dataset.position, walk.dataset.layer, walk.dataset.head],
+        vectors: [...walk.querySelectorAll('.vec')].map(e => [e.dataset.what, e.dataset.values,
+            [...e.querySelectorAll('.cell')].map(c => c.textContent)]),
+        checks: [...walk.querySelectorAll('.check')].map(e => e.dataset.diff),
+    };
+}"""
+
+
+def numbers_in(text: str) -> list[str]:
+    """The numbers a text spells (the words around them are the language's)."""
+    import re
+
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+def test_the_language_toggle_changes_the_words_and_not_the_numbers(browser, served, runs):
+    """The distribution (its candidates' probabilities, its entropies) and the walk-through's values, read before and
+    after 中文 and back: the same numbers, and they are PyTorch's."""
+    page = LivePage(browser, served[0])
+    p = page.page
+    page.select("transformer-sinusoidal")
+    p.click("#lang-en")
+    page.settings(temperature=0.8, top_k=5)  # a cut, so that the sampled-from numbers differ from the model's
+    page.type(LONG)
+    page.view("walk")
+    p.click("#view-walk .walk-tokens button[data-position='5']")
+    p.select_option("#walk-layer", "1")
+    p.select_option("#walk-head", "1")
+    page.idle()
+    english = p.evaluate(NUMBERS_SHOWN)
+    p.click("#lang-zh")
+    page.idle()
+    assert p.get_attribute("html", "lang") == "zh-CN"
+    chinese = p.evaluate(NUMBERS_SHOWN)
+    assert chinese["stats"] != english["stats"]  # the words did change
+    assert numbers_in(chinese.pop("stats")) == numbers_in(english.pop("stats"))
+    assert chinese == english
+    assert english["walk"] == ["5", "1", "1"] and len(english["vectors"]) > 10 and len(english["candidates"]) >= 5
+    p.click("#lang-en")
+    page.idle()
+    again = p.evaluate(NUMBERS_SHOWN)
+    again.pop("stats")
+    assert again == english
+    model, tok = runs["transformer-sinusoidal"]
+    with torch.no_grad():
+        probs = model(torch.tensor([tok.encode(LONG)[-BLOCK:]]))[0, -1].softmax(-1).double()
+    entropy = float(-(probs * probs.clamp_min(1e-300).log()).sum())
+    assert abs(float(english["entropy"][0]) - entropy) <= TOL
+    assert max(abs(float(q) - float(probs[int(i)])) for i, q, *_ in english["candidates"]) <= TOL
+    page.settings()
+    page.assert_clean()
+    page.context.close()
 
 
 def test_the_language_toggle_switches_every_label(browser, served):
