@@ -24,6 +24,7 @@ ALLOWED = {
     # code identifiers that figures and pages show (flags, fields)
     "d_model", "d_k", "d_ff", "n_head", "n_layer", "block_size", "vocab_size", "lr", "pos", "cls", "torch", "nn",
     "autograd", "perm", "MultiHeadAttention", "Encoder", "TransformerLM", "EncoderDecoder", "Captioner",
+    "BigramLM", "MLPLM", "NGramLM", "RecurrentLM",  # the ladder's classes, as model descriptions name them
 
 }
 

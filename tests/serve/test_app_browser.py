@@ -2,10 +2,12 @@
 
 uvicorn serves create_app() from a background thread over a runs folder holding a tiny
 random-init Transformer and a tiny captioner; each test opens the page at http://127.0.0.1:<port>/ and drives it as a
-user would. body[data-busy] counts the requests in flight, so a test waits for "0".
+user would. body[data-busy] counts the requests in flight, so a test waits for "0". The last tests switch the
+page to Chinese and back (its 中文 / English button) and look for English prose left in what it shows.
 """
 
 import json
+import re
 import threading
 import time
 
@@ -15,7 +17,9 @@ import pytest
 import uvicorn
 from matplotlib.image import imsave
 
-from redthread.serve.app import create_app
+from redthread.lang import speaking
+from redthread.serve.app import app_page, create_app
+from tests.chinese_text import prose
 from tests.tiny import save_tiny_captioner_run, save_tiny_run
 
 TEXT = "to be or not to be"
@@ -54,7 +58,7 @@ def server(tmp_path_factory):
 class App:
     """The app's page, recording console errors, page errors and requests."""
 
-    def __init__(self, browser, base):
+    def __init__(self, browser, base, query=""):
         self.base = base
         self.context = browser.new_context(viewport={"width": 1280, "height": 800})
         self.context.set_default_timeout(10_000)
@@ -63,7 +67,7 @@ class App:
         self.page.on("console", lambda m: m.type == "error" and self.console.append(m.text))
         self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(f"{base}/")
+        self.page.goto(f"{base}/{query}")
         self.page.wait_for_selector("body[data-ready='1']")
 
     def settle(self):  # every request answered and drawn
@@ -397,3 +401,143 @@ def test_app_neuron_view_shows_q_k_and_asks_for_another_layer(app):
     app.settle()
     assert view("layer") == "1" and app.page.is_visible("#neuron-body")
     app.assert_clean()
+
+
+# --- the language: 中文 / English ------------------------------------------------------------------------------
+
+# what a person sees: each visible text node, and the placeholders, tooltips and labels of visible elements; model
+# text (tokens, the text box, the explorer's title: the user's text) and what is not drawn (scripts, the model list)
+# left out. The words a Chinese page may show as they are: the toggle's own name, key names, the tiny run's name.
+SHOWN = """() => {
+    const out = [];
+    const drawn = (el) => el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden';
+    const model = '.tok, [translate="no"], textarea, script, style, title, select, option';
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const el = n.parentElement;
+        if (el && n.textContent.trim() && !el.closest(model) && drawn(el)) out.push(n.textContent.trim());
+    }
+    for (const el of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
+        if (!drawn(el) || el.closest('select, .tok')) continue;
+        for (const name of ['placeholder', 'title', 'aria-label']) if (el.getAttribute(name)) out.push(el.getAttribute(name));
+    }
+    out.push(document.title);
+    return out;
+}"""
+PAGE_WORDS = {"English", "Ctrl", "Enter", "Esc", "tiny"}
+NUMBERS = r"-?\d+(?:[.,]\d+)*%?"
+
+
+def english(app):
+    """Each text shown with the English prose words it holds."""
+    return {t: words for t in app.page.evaluate(SHOWN) if (words := prose(t, PAGE_WORDS))}
+
+
+def numbers(text):
+    return re.findall(NUMBERS, text)
+
+
+def shown_numbers(app):
+    """Every number of the next-token panel and of the comparison, as drawn: the stats, each row's p and p sample,
+    the cut line (sorted: the two languages put "3 of 8" in other orders); each model's entropy, perplexity and rows."""
+    stats = sorted(numbers(app.page.text_content("#next-stats")) + numbers(app.page.text_content("#kept-count")))
+    rows = app.page.eval_on_selector_all("#candidates .cand", "els => els.map(e => [e.dataset.id, "
+                                         "e.querySelector('.num.p').textContent, e.querySelector('.num.ps').textContent])")
+    columns = app.page.eval_on_selector_all("#compare-columns .rung", "els => els.map(e => [e.dataset.model, "
+                                            "e.querySelector('.stats').textContent, "
+                                            "[...e.querySelectorAll('.num')].map(n => n.textContent)])")
+    return stats, [[i, p, ps if "%" in ps else None] for i, p, ps in rows], \
+        [[m, numbers(s), nums] for m, s, nums in columns]
+
+
+def test_the_app_switches_to_chinese_and_back(app):
+    """中文: no English prose in any control, label, message or view; <html lang> zh-CN; the same numbers as in
+    English. English again: the English words, and no Chinese but the button's own name."""
+    assert app.page.get_attribute("html", "lang") == "en" and app.page.text_content("#lang-toggle") == "中文"
+    placeholder = app.page.text_content("#placeholder")
+    app.show(TEXT)
+    app.page.fill("#top-k", "3")  # a cut: the rows' p sample and the cut line
+    app.settle()
+    app.page.click("#compare-button")
+    app.settle()
+    before, stats = shown_numbers(app), app.page.text_content("#next-stats")
+    assert before[1] and len(before[2]) == 2 and "nats" in stats
+
+    app.page.click("#lang-toggle")
+    assert app.page.get_attribute("html", "lang") == "zh-CN"
+    assert app.page.text_content("#lang-toggle") == "English" and app.page.get_attribute("#lang-toggle", "lang") == "en"
+    assert app.page.text_content("#run-button") == "显示注意力" and "奈特" in app.page.text_content("#next-stats")
+    assert shown_numbers(app) == before  # the same answers, drawn again in Chinese: not asked again
+    assert english(app) == {}
+    assert app.page.title() == "redthread · 看看 Transformer 的内部"
+    app.page.select_option("#layer-select", "0")  # the neuron view holds the last layer: the button asks for this one
+    assert app.page.text_content("#neuron-message button") == "取出层 0 的 q 和 k"
+    app.page.click("#neuron-message button")
+    app.settle()
+    app.page.click("#head-svg .tok.q[data-i='9']")
+    app.page.hover("#head-svg .tok.k[data-i='4']")
+    assert english(app) == {}
+    app.page.fill("#temperature", "0")  # greedy: the settings' words, and a new answer drawn in Chinese
+    app.settle()
+    assert app.page.text_content("#temperature-value") == "0 贪心" and english(app) == {}
+    app.page.fill("#temperature", "1")
+    app.settle()
+    assert shown_numbers(app)[:2] == before[:2]
+    # a rung without attention, the comparison of a text no model can read, an image run, an empty text
+    app.page.select_option("#model-select", "ladder/rungs/bigram")
+    app.page.click("#run-button")
+    app.settle()
+    assert "没有注意力" in app.page.text_content("#placeholder") and english(app) == {}
+    app.page.fill("#text-input", "to be Q")
+    app.page.click("#compare-button")
+    app.settle()
+    assert app.page.is_visible("#compare-unreadable-box") and english(app) == {}
+    app.page.click("#compare-close")
+    app.page.fill("#text-input", " ")
+    app.page.click("#run-button")
+    app.settle()
+    assert app.error() == "请至少输入一个字符" and english(app) == {}
+    app.page.select_option("#model-select", "images/captioner")
+    app.page.fill("#index-input", "2")
+    app.page.click("#run-button")
+    app.settle()
+    assert app.error() is None and "图像模型" in app.page.text_content("#next-message") and english(app) == {}
+
+    app.page.click("#lang-toggle")
+    assert app.page.get_attribute("html", "lang") == "en" and app.page.text_content("#lang-toggle") == "中文"
+    assert "is an image model" in app.page.text_content("#next-message")
+    assert app.page.text_content("#run-button") == "Show attention"
+    han = [t for t in app.page.evaluate(SHOWN) if re.search(r"[\u3400-\u9fff]", t) and t not in ("中文", "中文 / English")]
+    assert han == []
+    app.page.select_option("#model-select", "tiny")
+    app.show(TEXT)
+    assert app.page.text_content("#next-stats") == stats and shown_numbers(app)[:2] == before[:2]
+    assert placeholder.startswith("Pick a model")
+    app.assert_clean()
+
+
+def test_the_app_opens_in_the_language_asked_for(browser, server):
+    """?lang=zh opens it in Chinese; without it, the language redthread speaks (--lang, REDTHREAD_LANG) is the
+    page's <html lang>, which the page follows."""
+    app = App(browser, server, "?lang=zh")
+    try:
+        assert app.page.get_attribute("html", "lang") == "zh-CN" and app.page.text_content("#lang-toggle") == "English"
+        assert app.page.text_content("#run-button") == "显示注意力" and english(app) == {}
+        assert "个字符" in app.page.text_content("#char-count")
+        app.assert_clean()
+    finally:
+        app.context.close()
+    with speaking("zh"):
+        assert '<html lang="zh-CN">' in app_page(MAX_CHARS)
+    with speaking("en"):
+        assert '<html lang="en">' in app_page(MAX_CHARS)
+
+
+def test_the_app_has_one_set_of_chinese_words():
+    """The app's Chinese is page/words.js's (zh.app), shared with the live page and the explorer: app.js holds
+    no Chinese of its own."""
+    from importlib import resources
+
+    script = (resources.files("redthread.serve") / "assets" / "app.js").read_text(encoding="utf-8")
+    assert not re.findall(r"[\u3400-\u9fff]+", script.replace("中文 / English", ""))
+    assert "zh.app = {" in (resources.files("redthread.viz") / "assets" / "page" / "words.js").read_text(encoding="utf-8")

@@ -187,8 +187,9 @@ def create_app(
                 inspectors.append(inspector)
             answers, unreadable = [], []
             for inspector in sorted(inspectors, key=ladder_place):  # stable: runs on one rung keep the request's order
-                about = {"model": inspector.name, "description": inspector.description, "attention": inspector.attends,
-                         "rung": inspector.rung}
+                about = {"model": inspector.name, "description": inspector.description,
+                         "description_zh": inspector.description_zh or inspector.description,  # the app's 中文 view
+                         "attention": inspector.attends, "rung": inspector.rung}
                 missing = inspector.missing(text)  # each run reads the text with its own tokenizer
                 if missing:
                     unreadable.append({**about, "missing": missing,
@@ -247,7 +248,10 @@ def decode_data_url(url: str) -> bytes:
 
 
 def app_page(max_chars: int) -> str:
-    """The single-page app: one HTML file, the explorer's script and style inlined, no CDN."""
+    """The single-page app: one HTML file, the explorer's script and style inlined, no CDN. It opens in the language
+    chosen (redthread.lang: `redthread --lang zh serve`, REDTHREAD_LANG, the locale), which its <html lang> carries;
+    ?lang=zh|en in the address and its 中文 / English button choose another."""
+    from redthread.lang import html_lang
     from redthread.viz.explorer import explorer_assets
 
     assets = resources.files("redthread.serve") / "assets"
@@ -256,7 +260,8 @@ def app_page(max_chars: int) -> str:
     css, explorer_js, explorer_body = explorer_assets()
     config = json.dumps({"maxChars": max_chars}).replace("</", "<\\/")
     return (
-        html.replace("/*EXPLORER_BODY*/", explorer_body)
+        html.replace("/*HTML_LANG*/", html_lang())  # first: nothing inserted after it is substituted
+        .replace("/*EXPLORER_BODY*/", explorer_body)
         .replace("/*EXPLORER_CSS*/", css)
         .replace("/*EXPLORER_JS*/", explorer_js)
         .replace("/*APP_JS*/", script)

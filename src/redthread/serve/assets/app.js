@@ -12,14 +12,90 @@
 //                                          order; the others listed with the characters they lack
 //   Step            POST /api/step      -> one token drawn with the settings, appended to the text
 // Every request goes through act(): an error answer ({"error": "one line"}) or a lost server is
-// shown in #error, never thrown. body[data-ready="1"] once the models are listed; body[data-busy]
+// shown in #error, never thrown.
+// Its words are English (EN below) or Chinese (page/words.js's zh.app, inlined before explorer.js), switched by the
+// 中文 / English button (explorer.js's languageToggle, <html lang> set to match); the page opens in ?lang=zh|en, else
+// in the language `redthread --lang zh serve` (or REDTHREAD_LANG) wrote into <html lang>. A switch redraws what is on
+// show (the explorer, the next-token panel, the comparison) from the answers kept, asking the server nothing. body[data-ready="1"] once the models are listed; body[data-busy]
 // counts the actions in flight (tests and screenshots wait for "0").
 
 (() => {
 
 const CONFIG = JSON.parse(document.getElementById("app-config").textContent);
 const CANDIDATES = 20;  // rows in the next-token panel
-const NO_MODELS = "no Transformer, ViT or captioner runs under the runs folder: train one with `redthread train` or `redthread demo`";
+
+// Every word the app writes: a string, or a function of what it spells out. The markup's fixed words carry
+// data-app="KEY" (data-app="KEY.0": an item of a list), data-app-placeholder, data-app-title, data-app-label.
+const EN = {
+  title: "redthread · look inside a Transformer",
+  model: "model",
+  textPlaceholder: "type a text (Ctrl+Enter shows its attention)",
+  testImage: "test image", ownImage: "or your own",
+  run: "Show attention",
+  compare: "Compare models",
+  compareTip: "P(next token | this text) from every language model here, side by side",
+  compareLabel: "the models compared",
+  compareTitle: "P(next token | the same text), model by model",
+  close: "close",
+  notCompared: "Not compared: these models were trained on another alphabet and have never seen some characters of the text.",
+  placeholder: ["Pick a model, type a text (or, for an image run, pick one of its test images) and press ",
+    ": every layer and head of its attention appears here, and for a language model its next-token distribution on the right."],
+  nextLabel: "next token",
+  nextTitle: "Next token: P(token | text)",
+  nextBefore: ["Shown for a language model after ", "."],
+  temperature: "temperature", topK: "top-k", topP: "top-p", minP: "min-p", off: "off", greedy: "greedy",
+  step: "Step",
+  stepNote: "draws one token with these settings; or click a candidate to append it",
+  legendP: "p: the model", legendPs: "p sample: after the settings",
+  chars: (n, max) => `${n} / ${max} characters`,
+  pretrained: (name) => `${name} (pretrained)`,
+  unavailable: (why) => ` — unavailable: ${why}`,
+  noModels: "no Transformer, ViT or captioner runs under the runs folder: train one with `redthread train` or `redthread demo`",
+  noServer: (path) => `no answer from the server (${path}): is redthread serve still running?`,
+  httpError: (path, status) => `${path}: HTTP ${status}`,
+  notJson: (path) => `${path}: the answer is not JSON`,
+  cannotReadFile: (name) => `cannot read ${name}`,
+  tooLong: (n, max) => `the text is ${n} characters; the limit is ${max}`,
+  empty: "the text is empty",
+  badTopK: "top_k: a whole number of 1 or more, or the box left empty (off)",
+  rungNoAttention: (model) => `${model} is a ladder rung without attention: it conditions on the text `
+    + "without attending to it, so there is no map to draw. Its P(next token | text) is on the right; "
+    + "Compare models shows it beside the others.",
+  noNext: {
+    encoder: (model) => `${model} is an encoder: it reads the whole text at once, in both directions, so it gives no `
+      + "next-token distribution (and cannot step).",
+    image: (model) => `${model} is an image model: the explorer shows its attention over the image's patches (and a `
+      + "captioner's greedy caption, word by word, over the image); no next-token panel here.",
+  },
+  nextMessage: "The most probable next tokens; the sample is drawn from the kept ones only.",
+  context: (json) => `context: ${json}`,
+  cannotRead: (error) => ` cannot read this text: ${error}`,
+  stats: (e, ppl) => `entropy ${e} nats · perplexity ${ppl}`,
+  hasAttention: " · has attention", noAttention: " · no attention",
+  rowTitle: (id, json) => `token ${id}: ${json}`,
+};
+const EXPLORER = window.RedthreadExplorer;
+let lang = "en", say = EN;  // the language on show and its words (setLanguage)
+
+// A message in words: thrown, it is shown in #error in the language on show, and again in the other after a switch.
+class Said extends Error {
+  constructor(key, ...args) {
+    super(phrase(key, args));
+    this.key = key;
+    this.args = args;
+  }
+}
+
+function phrase(key, args = []) {
+  const word = say[key];
+  return typeof word === "function" ? word(...args) : word;
+}
+
+const told = new Map();  // element id -> () => the message it shows, in the words on show
+function tell(id, text) {
+  told.set(id, text);
+  $(id).textContent = text();
+}
 
 const $ = (id) => document.getElementById(id);
 const modelSelect = $("model-select"), textInput = $("text-input"), runButton = $("run-button");
@@ -27,8 +103,10 @@ const stepButton = $("step-button"), panel = $("next-panel"), indexInput = $("in
 const imageFile = $("image-file");
 const settings = { temperature: $("temperature"), topK: $("top-k"), topP: $("top-p"), minP: $("min-p") };
 
-// what is on show: the model and text of the last answer of /api/attention, and its kind
+// what is on show: the model and text of the last answer of /api/attention, and its kind; the answers drawn,
+// kept to draw them again in the other language
 let shown = null;
+const drawn = { payload: null, dist: null, compare: null };
 let inputs = {};  // model name -> what it reads: "text" or "image"
 let attends = {};  // model name -> whether it has attention to show (a ladder rung like the bigram has not)
 let catalogue = [];  // /api/models
@@ -47,12 +125,15 @@ async function api(path, body) {
   try {
     r = await fetch(path, init);
   } catch (e) {
-    throw new Error(`no answer from the server (${path}): is redthread serve still running?`);
+    throw new Said("noServer", path);
   }
   let data = null;
   try { data = await r.json(); } catch (e) { /* not JSON: said below */ }
-  if (!r.ok) throw new Error(data && typeof data.error === "string" ? data.error : `${path}: HTTP ${r.status}`);
-  if (data === null) throw new Error(`${path}: the answer is not JSON`);
+  if (!r.ok) {
+    if (data && typeof data.error === "string") throw new Error(data.error);  // the server's own line
+    throw new Said("httpError", path, r.status);
+  }
+  if (data === null) throw new Said("notJson", path);
   return data;
 }
 
@@ -62,7 +143,7 @@ async function act(fn) {
   try {
     await fn();
   } catch (e) {
-    showError(e instanceof Error ? e.message : String(e));
+    showError(e);
   } finally {
     setBusy(-1);
   }
@@ -76,8 +157,9 @@ function setBusy(change) {
   stepButton.disabled = busy > 0 || !shown || shown.kind !== "lm";
 }
 
-function showError(message) {
-  $("error").textContent = message;
+function showError(e) {
+  const message = e instanceof Error ? e.message : String(e);
+  tell("error", e instanceof Said ? () => phrase(e.key, e.args) : () => message);
   $("error").hidden = false;
 }
 
@@ -91,13 +173,9 @@ async function loadModels() {
   modelSelect.replaceChildren(...models.map((m) => {
     const o = document.createElement("option");
     o.value = m.name;
-    o.textContent = m.source === "pretrained" ? `${m.name} (pretrained)` : m.name;
     if (m.available === false) {
-      const reason = String(m.reason || `${m.name} is unavailable`);
-      const why = reason.replace(`${m.name} is unavailable: `, "");
       o.disabled = true;
-      o.title = reason;
-      o.textContent += ` — unavailable: ${why.length > 80 ? `${why.slice(0, 79)}…` : why}`;
+      o.title = String(m.reason || `${m.name} is unavailable`);
     }
     return o;
   }));
@@ -106,10 +184,23 @@ async function loadModels() {
   inputs = Object.fromEntries(models.map((m) => [m.name, m.input]));
   attends = Object.fromEntries(models.map((m) => [m.name, m.attention !== false]));
   catalogue = models;
+  nameModels();
   modelSelect.disabled = models.length === 0;
-  $("no-models").textContent = NO_MODELS;
+  tell("no-models", () => say.noModels);
   $("no-models").hidden = models.length > 0;
   showInput();
+}
+
+// Each option's words: the run's name (as it is), pretrained or unavailable (with the reason) in the words on show.
+function nameModels() {
+  for (const o of modelSelect.options) {
+    const m = catalogue.find((c) => c.name === o.value);
+    o.textContent = m.source === "pretrained" ? say.pretrained(m.name) : m.name;
+    if (m.available === false) {
+      const why = o.title.replace(`${m.name} is unavailable: `, "");
+      o.textContent += say.unavailable(why.length > 80 ? `${why.slice(0, 79)}…` : why);
+    }
+  }
 }
 
 // A text box for a model that reads text, a test-image number for an image run.
@@ -122,12 +213,21 @@ function showInput() {
 
 function countChars() {
   const n = textInput.value.length;
-  $("char-count").textContent = `${n.toLocaleString()} / ${CONFIG.maxChars.toLocaleString()} characters`;
+  $("char-count").textContent = say.chars(count(n), count(CONFIG.maxChars));
   $("char-count").classList.toggle("over", n > CONFIG.maxChars);
+}
+
+function count(n) { return n.toLocaleString("en-US"); }  // 2,000 in every browser and either language
+
+// What the server would refuse in the text, said before asking it, in the words on show.
+function checkText(text) {
+  if (text.length > CONFIG.maxChars) throw new Said("tooLong", count(text.length), count(CONFIG.maxChars));
+  if (!text.trim()) throw new Said("empty");
 }
 
 function setText(text) {
   textInput.value = text;
+  markHan(textInput, text);
   countChars();
 }
 
@@ -136,15 +236,14 @@ function setText(text) {
 // upload: {image: a data: URL, name} for a file of the user's; else the text, or the test image's number
 async function showAttention(upload) {
   const model = modelSelect.value, text = textInput.value;
-  if (!model) throw new Error(NO_MODELS);
+  if (!model) throw new Said("noModels");
+  if (!upload && inputs[model] === "text") checkText(text);
   const seq = ++latest.attention;
   if (!upload && inputs[model] === "text" && !attends[model]) {  // a ladder rung: no attention, its P(next | text)
     clearError();
     $("explorer").hidden = true;
     $("placeholder").hidden = false;
-    $("placeholder").textContent = `${model} is a ladder rung without attention: it conditions on the text `
-      + "without attending to it, so there is no map to draw. Its P(next token | text) is on the right; "
-      + "Compare models shows it beside the others.";
+    tell("placeholder", () => say.rungNoAttention(model));
     shown = { model, text, kind: "lm" };
     await showNext();
     return;
@@ -157,7 +256,7 @@ async function showAttention(upload) {
   clearError();
   $("placeholder").hidden = true;
   $("explorer").hidden = false;
-  window.RedthreadExplorer.render($("explorer"), payload, { vectorsFor: showVectors });
+  drawExplorer(payload);
   shown = { model, text, kind: payload.kind };
   if (payload.kind === "lm") {
     await showNext();
@@ -174,23 +273,35 @@ function showVectors(layer) {
     const payload = await api("/api/attention", { model: shown.model, text: shown.text, neuron_layer: layer });
     if (seq !== latest.attention) return;
     clearError();
-    window.RedthreadExplorer.render($("explorer"), payload, { vectorsFor: showVectors });
+    drawExplorer(payload);
   });
 }
 
-const NO_NEXT = {
-  encoder: "is an encoder: it reads the whole text at once, in both directions, so it gives no "
-    + "next-token distribution (and cannot step).",
-  image: "is an image model: the explorer shows its attention over the image's patches (and a "
-    + "captioner's greedy caption, word by word, over the image); no next-token panel here.",
-};
+function drawExplorer(payload) {
+  drawn.payload = payload;
+  EXPLORER.render($("explorer"), payload, { ...EXPLORER.languageOptions(lang), vectorsFor: showVectors });
+  modelTextLang($("explorer"));
+}
+
+// Model text keeps the glyphs of its own script whatever the page's language: Chinese characters are marked zh-CN
+// (the text box, the explorer's title and tokens, the candidates' and the comparison's tokens).
+const HAN = /[\u3400-\u9fff\uf900-\ufaff]/;
+function modelTextLang(root) {
+  for (const el of root.querySelectorAll("#title, #head-svg, .tok")) markHan(el, el.textContent);
+}
+
+function markHan(el, text) {
+  if (HAN.test(text)) el.setAttribute("lang", "zh-CN");
+  else el.removeAttribute("lang");
+}
 
 function panelOff(model, kind) {
   latest.next++;  // an answer still on its way is for another model
   panel.classList.add("off");
   panel.dataset.kind = kind;
   for (const el of Object.values(settings)) el.disabled = true;
-  $("next-message").textContent = `${model} ${NO_NEXT[kind]}`;
+  tell("next-message", () => say.noNext[kind](model));
+  drawn.dist = null;
   $("next-stats").textContent = "";
   $("candidates").replaceChildren();
 }
@@ -198,6 +309,7 @@ function panelOff(model, kind) {
 // The settings as the API takes them: an endpoint of a slider (or an empty box) means "off".
 function sampling() {
   const k = settings.topK.value.trim(), p = +settings.topP.value, m = +settings.minP.value;
+  if (k !== "" && !(Number.isInteger(Number(k)) && Number(k) >= 1)) throw new Said("badTopK");
   return {
     temperature: +settings.temperature.value,
     top_k: k === "" ? null : Number(k),  // a bad number is the API's to explain (422)
@@ -208,9 +320,9 @@ function sampling() {
 
 function showSettings() {
   const t = +settings.temperature.value, p = +settings.topP.value, m = +settings.minP.value;
-  $("temperature-value").textContent = t === 0 ? "0 greedy" : t.toFixed(2);
-  $("top-p-value").textContent = p >= 1 ? "off" : p.toFixed(2);
-  $("min-p-value").textContent = m <= 0 ? "off" : m.toFixed(2);
+  $("temperature-value").textContent = t === 0 ? `0 ${say.greedy}` : t.toFixed(2);
+  $("top-p-value").textContent = p >= 1 ? say.off : p.toFixed(2);
+  $("min-p-value").textContent = m <= 0 ? say.off : m.toFixed(2);
 }
 
 async function showNext() {
@@ -222,9 +334,16 @@ async function showNext() {
   panel.classList.remove("off");
   panel.dataset.kind = "lm";
   for (const el of Object.values(settings)) el.disabled = false;
-  $("next-message").textContent = "The most probable next tokens; the sample is drawn from the kept ones only.";
-  // the stats and one row per candidate, drawn as the notebook draws them (viz/assets/next_token.js)
-  window.RedthreadNextToken.render(panel, dist, { onAppend: (token) => act(() => extend(token)) });
+  tell("next-message", () => say.nextMessage);
+  drawNext(dist);
+}
+
+// the stats and one row per candidate, drawn as the notebook draws them (viz/assets/next_token.js)
+function drawNext(dist) {
+  drawn.dist = dist;
+  window.RedthreadNextToken.render(panel, dist, {
+    onAppend: (token) => act(() => extend(token)), words: EXPLORER.languageOptions(lang).nextWords });
+  modelTextLang(panel);
 }
 
 function pct(p) { return `${(100 * p).toFixed(1)}%`; }
@@ -243,6 +362,7 @@ async function extend(token) {
 }
 
 async function step() {
+  checkText(textInput.value);
   const answer = await api("/api/step", { model: shown.model, text: textInput.value, candidates: CANDIDATES, ...sampling() });
   setText(answer.text);
   await showAttention();
@@ -256,21 +376,30 @@ function comparable() {  // the language models on offer: the runs that read tex
 
 async function compareModels() {
   const text = textInput.value;
+  checkText(text);
   const answer = await api("/api/compare", { models: comparable(), text, candidates: 8 });
   clearError();
-  $("compare-text").textContent = `context: ${JSON.stringify(answer.text)}`;
+  drawCompare(answer);
+}
+
+function drawCompare(answer) {
+  drawn.compare = answer;
+  $("compare-text").textContent = say.context(JSON.stringify(answer.text));
   $("compare-columns").replaceChildren(...answer.models.map(rungColumn));
   // the runs whose alphabet lacks some of the text's characters: named, with what they lack, not compared
   $("compare-unreadable").replaceChildren(...answer.unreadable.map((u) => {
     const li = document.createElement("li");
     li.dataset.model = u.model;
-    li.title = u.description;
-    li.append(span("name", u.model), ` cannot read this text: ${u.error}`);
+    li.title = described(u);
+    li.append(span("name", u.model), say.cannotRead(u.error, u.missing));
     return li;
   }));
   $("compare-unreadable-box").hidden = answer.unreadable.length === 0;
   $("compare").hidden = false;
+  modelTextLang($("compare"));
 }
+
+function described(a) { return lang === "zh" && a.description_zh ? a.description_zh : a.description; }
 
 function rungColumn(a) {
   const box = document.createElement("div");
@@ -278,15 +407,15 @@ function rungColumn(a) {
   box.dataset.model = a.model;
   const title = document.createElement("h3");
   title.textContent = a.model;
-  title.title = a.description;
-  const stats = span("stats", `entropy ${a.entropy.toFixed(3)} nats · perplexity ${a.perplexity.toFixed(2)}`
-    + (a.attention ? " · has attention" : " · no attention"));
+  title.title = described(a);
+  const stats = span("stats", say.stats(a.entropy.toFixed(3), a.perplexity.toFixed(2))
+    + (a.attention ? say.hasAttention : say.noAttention));
   box.append(title, stats);
   const max = Math.max(...a.candidates.map((c) => c.p)) || 1;
   for (const c of a.candidates) {
     const row = span("row"), bar = span("bar");
     bar.style.width = `${(100 * c.p / max).toFixed(2)}%`;
-    row.title = `token ${c.id}: ${JSON.stringify(c.token)}`;
+    row.title = say.rowTitle(c.id, JSON.stringify(c.token));
     row.append(span("tok", window.RedthreadExplorer.shown(c.token)), bar, span("num", pct(c.p)));
     box.append(row);
   }
@@ -296,7 +425,10 @@ function rungColumn(a) {
 // ---- wiring ---------------------------------------------------------------------------------
 
 textInput.maxLength = CONFIG.maxChars;
-textInput.oninput = countChars;
+textInput.oninput = () => {
+  countChars();
+  markHan(textInput, textInput.value);
+};
 textInput.onkeydown = (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !runButton.disabled) act(showAttention);
 };
@@ -308,7 +440,7 @@ function readDataURL(file) {
   return new Promise((resolve, reject) => {
     const reader = new FileReader();
     reader.onload = () => resolve(reader.result);
-    reader.onerror = () => reject(new Error(`cannot read ${file.name}`));
+    reader.onerror = () => reject(new Said("cannotReadFile", file.name));
     reader.readAsDataURL(file);
   });
 }
@@ -336,6 +468,32 @@ for (const el of Object.values(settings)) {
   };
   el.onchange = () => { if (el.type === "range") act(showNext); };
 }
+// ---- the language -----------------------------------------------------------------------------
+
+// Write every word in `to` ("en" or "zh"): the markup's fixed words, the messages on show, and what is drawn again
+// from the answers kept. explorer.js's languageToggle has set <html lang> and the button.
+function setLanguage(to) {
+  lang = to;
+  say = { ...EN, ...EXPLORER.languageOptions(lang).appWords };
+  const item = (key) => {
+    const [name, i] = key.split(".");
+    return i === undefined ? say[name] : say[name][+i];
+  };
+  for (const el of document.querySelectorAll("[data-app]")) el.textContent = item(el.dataset.app);
+  for (const el of document.querySelectorAll("[data-app-placeholder]")) el.placeholder = item(el.dataset.appPlaceholder);
+  for (const el of document.querySelectorAll("[data-app-title]")) el.title = item(el.dataset.appTitle);
+  for (const el of document.querySelectorAll("[data-app-label]")) el.setAttribute("aria-label", item(el.dataset.appLabel));
+  for (const [id, text] of told) $(id).textContent = text();
+  nameModels();
+  countChars();
+  showSettings();
+  if (drawn.payload && !$("explorer").hidden) drawExplorer(drawn.payload);
+  if (drawn.dist) drawNext(drawn.dist);
+  if (drawn.compare) drawCompare(drawn.compare);
+  markHan(textInput, textInput.value);
+}
+
+EXPLORER.languageToggle($("lang-toggle"), EXPLORER.pageLanguage(), setLanguage);
 showSettings();
 countChars();
 act(loadModels).then(() => { document.body.dataset.ready = "1"; });

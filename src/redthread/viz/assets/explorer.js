@@ -650,10 +650,12 @@ function render(el, payload, options = {}) {
   select({});
 }
 
-// render()'s options for a language: "en" (EN above) or "zh" (the live page's Chinese, page/words.js, when loaded)
+// render()'s options for a language: "en" (EN above) or "zh" (the live page's Chinese, page/words.js, when loaded);
+// with the next-token view's words (nextWords) and the web app's (appWords), over their own English
 function languageOptions(lang) {
   const zh = lang === "zh" && window.RedthreadPageWords ? window.RedthreadPageWords.zh : null;
-  return { lang: zh ? "zh" : "en", words: zh ? zh.explorer : {}, nextWords: zh ? zh.nextToken : {} };
+  return { lang: zh ? "zh" : "en", words: zh ? zh.explorer : {}, nextWords: zh ? zh.nextToken : {},
+           appWords: zh ? zh.app : {} };
 }
 
 // The page's language: ?lang=zh|en, else the one it was written in (<html lang>, from redthread's --lang).

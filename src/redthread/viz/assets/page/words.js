@@ -1,7 +1,8 @@
 "use strict";
 // Every word the live page shows, in English (en) and Chinese (zh): the page's own (page.js), the walk-through's
 // (walk, walkthrough.js), the next-token rows' (nextToken, for next_token.js) and the explorer's (explorer, for
-// explorer.js), whose English defaults live in those scripts. A word is a string, or a function of the numbers and
+// explorer.js), and the web app's (app, for serve/assets/app.js, which `redthread serve` inlines with this file),
+// whose English defaults live in those scripts. A word is a string, or a function of the numbers and
 // names it spells out. The Chinese uses one term per concept, as docs/glossary.md lists them (词元, 层归一化,
 // 前馈网络, 奈特, ...); layers and heads are numbered from 0, written 层 1·头 0. Model text (tokens, the user's
 // text) and run names are never translated: they carry translate="no".
@@ -52,6 +53,7 @@ const en = {
   aboutTimings: (ready, update) => `ready ${ready} ms after the page opened · the last next-token update took ${update} ms`,
   nextToken: {},  // next_token.js's own English
   explorer: {},   // explorer.js's own English
+  app: {},        // app.js's own English
   walk: {
     position: "position", layer: "layer", head: "head",
     more: (n) => `+${n} more`, entries: (n) => `${n} numbers`,
@@ -321,6 +323,63 @@ const zh = {
     bigramTitle: "二元语法的表",
     bigramSay: "二元语法模型为每个词元存一行 logits：下一个词元的分数只取决于当前这个词元，与更早的内容无关。",
   },
+};
+
+// the next-token page's own lines (next_token.js on the page rt.show_next_token saves)
+Object.assign(zh.nextToken, {
+  title: zh.nextTitle,
+  settings: (s, greedy) => `采样设置：温度 ${s.temperature} · top-k ${s.top_k || zh.off} · top-p ${s.top_p || zh.off} · `
+    + `min-p ${s.min_p || zh.off}${greedy ? "（贪心解码：取最可能的词元）" : ""}`,
+  legendP: zh.legendP,
+  legendPs: "采样：经过设置之后、在保留下来的词元上重新归一化的概率",
+});
+
+// the web app's (app.js): its own words, and the page's where they are the same
+zh.app = {
+  title: "redthread · 看看 Transformer 的内部",
+  model: zh.run,
+  textPlaceholder: "输入一段文本（按 Ctrl+Enter 显示它的注意力）",
+  testImage: "测试图像", ownImage: "或者你自己的图像",
+  run: "显示注意力",
+  compare: "比较模型",
+  compareTip: "这里每个语言模型给出的 P(下一个词元 | 这段文本)，并排比较",
+  compareLabel: "模型比较",
+  compareTitle: zh.compareTitle,
+  close: "关闭",
+  notCompared: "未参与比较：这些模型是在另一套字符上训练的，从没见过文本中的某些字符。",
+  placeholder: ["选一个模型，输入一段文本（图像模型则选它的一张测试图像），再按", "：它的注意力的每一层、每个头都显示在这里；"
+    + "语言模型的下一个词元分布显示在右边。"],
+  nextLabel: "下一个词元",
+  nextTitle: zh.nextTitle,
+  nextBefore: ["对语言模型，按下", "之后在这里显示。"],
+  temperature: zh.temperature, topK: zh.topK, topP: zh.topP, minP: zh.minP, off: zh.off, greedy: zh.greedy,
+  step: zh.sampleOne,
+  stepNote: "按这些设置抽取一个词元，接到文本后面；也可以点击一个候选词元，把它接上",
+  legendP: zh.legendP, legendPs: zh.legendPs,
+  chars: (n, max) => `${n} / ${max} 个字符`,
+  pretrained: (name) => `${name}（预训练）`,
+  unavailable: (why) => ` — 不可用：${why}`,
+  noModels: "`runs` 文件夹下没有 Transformer、ViT 或描述模型的运行：先用 `redthread train` 或 `redthread demo` 训练一个",
+  noServer: (path) => `服务器没有回答（${path}）：\`redthread serve\` 还在运行吗？`,
+  httpError: (path, status) => `${path}：服务器回答了错误 ${status}`,
+  notJson: (path) => `${path}：回答不是 JSON`,
+  cannotReadFile: (name) => `读不了文件 ${name}`,
+  tooLong: (n, max) => `文本有 ${n} 个字符；上限是 ${max} 个`,
+  empty: zh.typeSomething,
+  rungNoAttention: (model) => `${model} 是阶梯上没有注意力的一级：它以文本为条件，却不对文本做注意力，所以没有注意力图可画。`
+    + "它的 P(下一个词元 | 文本) 在右边；“比较模型”把它和其他模型并排放在一起。",
+  noNext: {
+    encoder: (model) => `${model} 是编码器：它一次读完整段文本，两个方向都看，所以不给出下一个词元的分布（也不能逐个生成）。`,
+    image: (model) => `${model} 是图像模型：探索器显示它在图像各个图块上的注意力（描述模型还显示它贪心解码出的描述，`
+      + "逐词对着图像）；这里没有下一个词元的面板。",
+  },
+  nextMessage: "最可能的下一个词元；采样只从保留下来的词元中抽取。",
+  context: (json) => `上下文：${json}`,
+  cannotRead: (error, missing) => `读不了这段文本：它的分词器从没见过文本中的 ${missing.length} 个字符：`
+    + missing.map((c) => JSON.stringify(c)).join("、"),
+  stats: (e, ppl) => `熵 ${e} 奈特 · 困惑度 ${ppl}`,
+  hasAttention: " · 有注意力", noAttention: " · 没有注意力",
+  rowTitle: zh.nextToken.rowTitle,
 };
 
 window.RedthreadPageWords = { en, zh };
