@@ -5,6 +5,7 @@ page was drawn before the script did it: the same rows, numbers, cut line and st
 """
 
 import json
+import re
 
 import pytest
 import torch
@@ -12,7 +13,9 @@ import torch
 import redthread as rt
 from redthread.data.tokenizers import CharTokenizer
 from redthread.generate.config import SampleConfig
+from redthread.lang import speaking
 from redthread.viz.inspector import load_inspector
+from tests.chinese_text import prose
 from tests.tiny import save_tiny_run
 
 TEXT = "to be or not to be"
@@ -149,3 +152,51 @@ def test_the_page_escapes_its_text_and_tokens(open_page):
         sorted(shown(t) for t in set(text))
     assert page.locator("#candidates b, #candidates script").count() == 0  # text, never markup
     assert errors == [] and requests == []  # no alert ran: a dialog would be an error
+
+
+# what a person reads on the page, model text aside (the title is the user's text, .tok the model's tokens)
+SHOWN = """() => [...document.querySelectorAll('body *')].filter(e => !e.closest('script, style, .tok, [translate="no"]')
+    && e.getClientRects().length).flatMap(e => [...e.childNodes].filter(n => n.nodeType === 3 && n.textContent.trim())
+    .map(n => n.textContent.trim()).concat(e.title ? [e.title] : []))"""
+
+
+def page_numbers(page):
+    """Every number the page shows, by where: the stats and cut line (sorted: each language orders its own), each
+    row's p and p sample, the settings."""
+    text = lambda sel: page.text_content(sel)  # noqa: E731
+    numbers = lambda t: re.findall(r"\d+(?:[.,]\d+)*%?", t)  # noqa: E731
+    rows = page.evaluate(ROWS)
+    return (sorted(numbers(text("#next-stats")) + numbers(text("#kept-count"))), numbers(text("#settings")),
+            [(r["id"], r["num_p"], r["num_ps"] if "%" in r["num_ps"] else None) for r in rows])
+
+
+def test_the_page_speaks_the_language_chosen_and_switches(run, open_page):
+    """Saved with redthread speaking Chinese: <html lang> zh-CN, no English prose, the same numbers as in English;
+    its 中文 / English button gives the English page, word for word as a page saved in English."""
+    english_page, errors_en, _ = open_page(rt.show_next_token(run, "to be or", top_k=3, temperature=0.7, candidates=6))
+    assert english_page.get_attribute("html", "lang") == "en" and english_page.text_content("#lang-toggle") == "中文"
+    english = english_page.evaluate(SHOWN)
+    with speaking("zh"):
+        view = rt.show_next_token(run, "to be or", top_k=3, temperature=0.7, candidates=6)
+    page, errors, requests = open_page(view)
+    assert page.get_attribute("html", "lang") == "zh-CN" and page.text_content("#lang-toggle") == "English"
+    shown = page.evaluate(SHOWN)
+    assert {t: w for t in shown if (w := prose(t, {"English"}))} == {}
+    assert "奈特" in page.text_content("#next-stats") and page.text_content("h2") == "下一个词元：P(词元 | 文本)"
+    assert page.text_content("#settings") == "采样设置：温度 0.7 · top-k 3 · top-p 关 · min-p 关"
+    assert page.text_content("#model").startswith("redthread Transformer 语言模型，2 层 × 2 个头")
+    assert page_numbers(page) == page_numbers(english_page)
+    page.click("#lang-toggle")
+    assert page.get_attribute("html", "lang") == "en" and page.evaluate(SHOWN) == english
+    assert errors == errors_en == [] and requests == []
+
+
+def test_chinese_tokens_keep_chinese_glyphs(open_page):
+    text = "床前明月光，疑是地上霜"
+    tok = CharTokenizer.from_text(text)
+    torch.manual_seed(0)
+    model = rt.TransformerLM(rt.TransformerConfig(vocab_size=tok.vocab_size, block_size=32, n_layer=1, n_head=1, d_model=8))
+    page, errors, _ = open_page(rt.show_next_token(model, text, tokenizer=tok, candidates=tok.vocab_size))
+    langs = page.evaluate("() => [...document.querySelectorAll('.cand .tok')].map(e => [e.textContent, e.lang])")
+    assert len(langs) == tok.vocab_size and {lang for _, lang in langs} == {"zh-CN"}  # the full-width comma too
+    assert page.get_attribute("h1", "lang") == "zh-CN" and errors == []

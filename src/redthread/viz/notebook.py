@@ -20,6 +20,7 @@ notebook, and its Content-Security-Policy lets it load nothing.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from torch import nn
 from redthread.errors import InvalidType, InvalidValue, MissingFile
 from redthread.files import atomic_write_text, check_writable
 from redthread.generate.config import SampleConfig
+from redthread.lang import html_lang
 from redthread.viz.explorer import ASSETS, explorer_assets, render_explorer, script_json
 from redthread.viz.inspector import ImageInspector, Inspector, inspect_model, load_inspector
 
@@ -124,7 +126,9 @@ def show_next_token(model_or_path, text: str, *, tokenizer=None, top_k: int | No
         dist = inspector.next_token(text, sampling, candidates)
     title = text.strip()
     height = height or 230 + 24 * len(dist["candidates"]) + 30 * bool(dist["notice"])  # a row is ~24 px
-    return View(render_next_token(dist, title, inspector.description), title, height)
+    page = render_next_token(dist, title, inspector.description, inspector.description_zh or None,
+                             inspector.tokens(text).notice_zh if dist["notice"] else None)
+    return View(page, title, height)
 
 
 def explorer_height(payload: dict) -> int:
@@ -146,18 +150,26 @@ def explorer_height(payload: dict) -> int:
 # --- the next-token page ---------------------------------------------------------------------
 
 
-def render_next_token(dist: dict, title: str, model: str) -> str:
+def render_next_token(dist: dict, title: str, model: str, model_zh: str | None = None,
+                      notice_zh: str | None = None) -> str:
     """The next-token page of `Inspector.next_token`'s answer: the answer embedded as JSON, drawn by the script
-    the web app draws its next-token panel with (next_token.js: one row per candidate, p and p sample as bars)."""
+    the web app draws its next-token panel with (next_token.js: one row per candidate, p and p sample as bars).
+    It opens in the language chosen (redthread.lang) and its 中文 / English button switches: its fixed words are
+    next_token.js's and page/words.js's; the model's description and the notice come in both (model_zh, notice_zh)."""
     s = dist["settings"]
-    settings = " · ".join(f"{name} {'off' if s[key] is None else s[key]}" for key, name in
+    values = {key: None if s[key] is None else str(s[key]) for key in ("temperature", "top_k", "top_p", "min_p")}
+    settings = " · ".join(f"{name} {values[key] or 'off'}" for key, name in
                           (("temperature", "temperature"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p")))
     if s["temperature"] == 0:
         settings += " (greedy: the most probable token)"
+    notice = dist["notice"]
     css, js, _ = explorer_assets()  # the explorer's header and colours, and its way of drawing a token
     parts = {
-        "title": html.escape(title), "model": html.escape(model), "settings": html.escape(settings),
-        "notice": f'<p id="notice">{html.escape(dist["notice"])}</p>' if dist["notice"] else "",
+        "lang": html_lang(), "title": html.escape(title), "model": html.escape(model),
+        "model_zh": html.escape(model_zh or model), "settings": html.escape(settings),
+        "values": html.escape(json.dumps({**values, "greedy": s["temperature"] == 0})),
+        "notice": (f'<p id="notice" data-zh="{html.escape(notice_zh or notice)}">{html.escape(notice)}</p>'
+                   if notice else ""),
         "css": css, "js": js, "dist": script_json(dist),
     }
     template = (ASSETS / "next_token.html").read_text(encoding="utf-8")

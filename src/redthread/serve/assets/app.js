@@ -285,7 +285,7 @@ function drawExplorer(payload) {
 
 // Model text keeps the glyphs of its own script whatever the page's language: Chinese characters are marked zh-CN
 // (the text box, the explorer's title and tokens, the candidates' and the comparison's tokens).
-const HAN = /[\u3400-\u9fff\uf900-\ufaff]/;
+const HAN = /[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]/;
 function modelTextLang(root) {
   for (const el of root.querySelectorAll("#title, #head-svg, .tok")) markHan(el, el.textContent);
 }

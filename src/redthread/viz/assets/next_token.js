@@ -11,6 +11,9 @@
 //   onAppend(token): the rows become buttons that call it (the app's click-to-append)
 //   context: the stats also count the text's tokens (the notebook's page, where no text box shows it)
 //   words: the words to draw in, over the English ones (EN below): the live page's Chinese (page/words.js)
+// The notebook's page opens in its <html lang> (redthread's --lang, set_language) or ?lang=, and its 中文 / English
+// button (explorer.js's languageToggle) draws it again in the other: its fixed words (data-say), the settings line
+// (from #settings' data-values, numbers as Python wrote them), the model's description and the notice (data-zh).
 // It finds #next-stats and #candidates in root, or .next-stats and .candidates (several panels on one page:
 // the live page's runs side by side, whose cut line then has no id).
 // Tokens are drawn as the explorer draws them: explorer.js, which the pages inline before this script.
@@ -32,7 +35,14 @@ const EN = {
   rowTitle: (id, json) => `token ${id}: ${json}`,
   append: " · click to append it",
   cutCell: "cut",
+  // the notebook's page
+  title: "Next token: P(token | text)",
+  settings: (s, greedy) => `sampling with temperature ${s.temperature} · top-k ${s.top_k || "off"} · `
+    + `top-p ${s.top_p || "off"} · min-p ${s.min_p || "off"}${greedy ? " (greedy: the most probable token)" : ""}`,
+  legendP: "p: the model's probability",
+  legendPs: "sample: after the settings, renormalised over the kept tokens",
 };
+const HAN = /[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]/;  // Chinese characters and punctuation: lang zh-CN
 let say = EN;
 
 function element(tag, className, text) {
@@ -63,7 +73,9 @@ function row(c, max, onAppend) {
   p.style.width = `${(100 * c.p / max).toFixed(2)}%`;  // the longest bar of either kind is the full width
   ps.style.width = `${(100 * c.p_sample / max).toFixed(2)}%`;
   bars.append(p, ps);
-  el.append(element("span", "tok", window.RedthreadExplorer.shown(c.token)), bars,
+  const tok = element("span", "tok", window.RedthreadExplorer.shown(c.token));
+  if (HAN.test(c.token)) tok.lang = "zh-CN";
+  el.append(tok, bars,
     element("span", "num p", pct(c.p)), element("span", "num ps", c.kept ? pct(c.p_sample) : say.cutCell));
   if (onAppend) el.onclick = () => onAppend(c.token);
   return el;
@@ -100,10 +112,31 @@ function render(root, dist, options = {}) {
 
 window.RedthreadNextToken = { render };
 
+// The notebook's page in a language: its own lines, then the stats and rows.
+function drawPage(dist, lang) {
+  const words = window.RedthreadExplorer.languageOptions(lang).nextWords;
+  say = { ...EN, ...words };
+  for (const el of document.querySelectorAll("[data-say]")) el.textContent = say[el.dataset.say];
+  const settings = document.getElementById("settings");
+  const values = JSON.parse(settings.dataset.values);
+  settings.textContent = say.settings(values, values.greedy);
+  for (const el of document.querySelectorAll("#model, #notice")) {
+    if (el.dataset.en === undefined) el.dataset.en = el.textContent;  // as Python wrote it
+    el.textContent = lang === "zh" ? el.dataset.zh : el.dataset.en;
+  }
+  const title = document.getElementById("title");
+  if (HAN.test(title.textContent)) title.lang = "zh-CN";
+  render(document.body, dist, { context: true, words });
+}
+
 // the notebook's page carries its distribution; the web app has none and calls render() itself
 const embedded = document.getElementById("next-token");
 if (embedded) {
-  render(document.body, JSON.parse(embedded.textContent), { context: true });
+  const dist = JSON.parse(embedded.textContent);
+  const { languageToggle, pageLanguage } = window.RedthreadExplorer;
+  const toggle = document.getElementById("lang-toggle");
+  if (toggle) languageToggle(toggle, pageLanguage(), (lang) => drawPage(dist, lang));
+  else drawPage(dist, pageLanguage());
   document.body.dataset.ready = "1";  // for tests and screenshots: everything is drawn
 }
 
