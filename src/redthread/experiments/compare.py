@@ -113,7 +113,11 @@ def verdict_text(verdict: str) -> str:
     if not note:
         return term(main)
     note = note.rstrip(")")
-    return term(main) + say(f" ({note})", f"（{term(note) if note == 'does not replicate' else note}）")
+    zh = term(note) if note == "does not replicate" else NOTES_ZH.get(note, note)
+    return term(main) + say(f" ({note})", f"（{zh}）")
+
+
+NOTES_ZH = {"tuning pick on the grid's edge": "调参选在网格边上"}  # stats.EDGE's note, as poetry_heads.VERDICT_ZH says it
 
 
 def into(path: Path, table: str, run1: str, run2: str) -> None:
