@@ -22,7 +22,7 @@ from redthread.experiments.history import code_commit, criteria_commit
 from redthread.experiments.replication import run_experiment
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
-REPORT_FILES = ("report.json", "report.md")  # an experiment's folder; `all` adds index.md and a folder per experiment
+REPORT_FILES = ("report.json", "report.md", "report.zh.md")  # an experiment's folder; `all` adds index.md and a folder per experiment
 
 
 def check_out(out: Path, overwrite: bool, resume: bool = False, every: bool = False) -> None:

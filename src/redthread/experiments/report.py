@@ -8,7 +8,7 @@ figures, tables, every number as JSON, and a verdict computed from the measureme
     report.check("gap", gaps, seeds)                       # a criterion of the experiment's CRITERIA, over seeds
     report.check_proportion("flip", k, n)                  # k of n 0/1 outcomes: Wilson's interval
     report.tuning("lr, no scale", grid, scores, pick)      # a tuning pick, flagged when it sits on the grid's edge
-    report.write(out_dir)                                  # report.md, report.json, *.png
+    report.write(out_dir)                                  # report.md, report.json, report.zh.md, *.png
 
 One report is one run over one seed set. Its checks are decided together: a check holds when its
 interval lies on the claim's side of the floor; it does not hold when the interval lies on the
@@ -20,6 +20,10 @@ then each check carries every set's measurement and its replicated verdict.
 A claim with several parts gets a verdict per part; the overall verdict hides none: any part that
 does not hold makes it "does not hold", then any undecided one leaves it open. A --quick report is
 a smoke test: it carries no verdict, and says "smoke" where one would stand.
+
+report.zh.md is the report in Chinese, rendered from report.json alone (`experiments/report_zh.py`): the claim in
+docs/claims.md's Chinese wording, the verdicts, and a conclusion generated from the numbers; a module may add its own
+conclusion in both languages (`conclusion`, {"en": ..., "zh": ...}), which report.json then carries.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 from redthread.errors import InvalidValue, RedthreadError
 from redthread.experiments.criteria import criterion
+from redthread.experiments.report_zh import render_zh
 from redthread.experiments.stats import (
     ABOVE,
     EDGE,
@@ -153,6 +158,7 @@ class Report:
     criteria_commit: str = ""
     replication: list[str] = field(default_factory=list)  # Markdown lines: how the sets and budgets compare
     plan: dict = field(default_factory=dict)  # the module's pre-registration: hypothesis, budget(s), grid, seeds
+    conclusion: dict = field(default_factory=dict)  # a module's own conclusion, {"en": ..., "zh": ...}, if it writes one
 
     def number(self, key: str, value) -> None:
         """Record a number (or a list / dict of numbers) for report.json."""
@@ -316,6 +322,7 @@ class Report:
             "criteria_commit": self.criteria_commit, "history": self.history, "preregistration": self.plan,
             "checks": [c.to_json() for c in self.checks], "tuning": self.tunings,
             "numbers": self.numbers,
+            **({"conclusion": self.conclusion} if self.conclusion else {}),
         }
 
     def write(self, out: Path) -> Path:
@@ -323,8 +330,10 @@ class Report:
         for stem, fig in self.figures.items():
             atomic_write(out / f"{stem}.png", lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110))
             plt.close(fig)
-        atomic_write_text(out / "report.json", json.dumps(self.to_json(), indent=2, allow_nan=True))
+        data = json.dumps(self.to_json(), indent=2, allow_nan=True)
+        atomic_write_text(out / "report.json", data)
         atomic_write_text(out / "report.md", self.markdown())
+        atomic_write_text(out / "report.zh.md", render_zh(json.loads(data)))  # from report.json as written
         return out / "report.md"
 
 
