@@ -259,6 +259,10 @@ CHECKS = {
 
 SMOKE_LINE_ZH = ("**冒烟测试（--quick）：种子和训练步数都太少，什么也判定不了。这份报告不给结论；"
                  "去掉 --quick 再运行才有结论。**")
+# where the English report is: beside this file in the repository; on the docs site a link to report.md from the Chinese
+# page would be the Chinese page itself (mkdocs-static-i18n serves report.zh.md under that name), so it is named, and
+# the site's language switch leads to it
+ENGLISH = "英文报告，即同一文件夹里的 `report.md`（在文档网站上，用页首的语言切换选 English）"
 NOTE_TARGETS = re.compile(r"下文原文辨析|下面的原文辨析")  # claims.md's pointers to its own section, read from a report
 
 
@@ -431,7 +435,7 @@ def _render(report: dict) -> str:
     if lines[-1] == ">":
         lines[-1] = ""
     if report.get("skipped"):
-        return "\n".join([*lines, "**未运行。** 这个实验在这里没能运行（原因见英文报告 [report.md](report.md)）。", ""])
+        return "\n".join([*lines, f"**未运行。** 这个实验在这里没能运行，原因见{ENGLISH}。", ""])
     verdict = "**结论：无（冒烟测试）。**" if quick else f"**结论：{_verdict(report['verdict'])}。**"
     parts = {p: v for p, v in (report.get("parts") or {}).items() if p}
     if parts and not quick:
@@ -445,9 +449,7 @@ def _render(report: dict) -> str:
         said.append(own.strip())
     said += [_check_sentence(name, c, quick) for c in report["checks"]]
     said += [_replication(report), _history(report)]
-    lines += ["".join(said), "",
-              "实验的设置、预先登记、判据的全文、检查表、调参、图和各表见英文报告 [report.md](report.md)；"
-              "每个数都在 `report.json` 里。", ""]
+    lines += ["".join(said), "", f"实验的设置、预先登记、判据的全文、检查表、调参、图和各表见{ENGLISH}；每个数都在 `report.json` 里。", ""]
     return "\n".join(lines)
 
 
