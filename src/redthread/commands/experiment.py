@@ -4,8 +4,9 @@ A full run measures each experiment on two independent seed sets (and a comparat
 training budgets) and merges them (experiments/replication.py); --quick is a smoke test with no
 verdict. Experiments run torch on one thread (their models are tiny). Each report folder holds
 report.md (the claim, the set-up, the pre-registered criterion, the checks per seed set, the
-history of the criteria, figures and tables, the verdict), report.json (every number) and the PNG
-figures. `all` also writes index.md, one line per experiment with its verdict and a link; with
+history of the criteria, figures and tables, the verdict), report.json (every number), report.zh.md
+(the claim, the verdicts and a conclusion from the numbers, in Chinese: experiments/report_zh.py) and
+the PNG figures. `all` also writes index.md, one line per experiment with its verdict and a link; with
 --resume it keeps every report already finished in --out (same mode, seed and criteria) and runs the
 rest.
 """
