@@ -204,6 +204,20 @@ def test_bad_requests_get_a_clear_4xx(client, path, body, status, message):
     assert message in error and "\n" not in error
 
 
+@pytest.mark.parametrize("path, body, status, zh", [
+    ("/api/attention", {"model": "tiny", "text": "x" * 101}, 413, "文本有 101 个字符；上限是 100 个"),
+    ("/api/next", {"model": "tiny", "text": "   "}, 422, "文本是空的"),
+    ("/api/step", {"model": "tiny", "text": "to QQ"}, 422, "tiny 读不了这段文本：它的分词器从没见过文本中的 1 个字符：'Q'"),
+    ("/api/attention", {"model": "nope", "text": "to be"}, 404, None),
+])
+def test_the_mistakes_made_from_the_page_are_said_in_chinese_too(client, path, body, status, zh):
+    """What a person can get wrong in the app's text box comes with its line in Chinese (the app's 中文 view)."""
+    r = client.post(path, json=body)
+    assert r.status_code == status and r.json().get("error_zh") == zh
+    if zh is not None:
+        assert "\n" not in r.json()["error"]
+
+
 def test_a_long_text_is_cut_to_the_context_with_a_notice(client):
     body = client.post("/api/attention", json={"model": "tiny", "text": "to be " * 10}).json()
     assert "kept the last 32" in body["notice"]

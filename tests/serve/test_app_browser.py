@@ -496,7 +496,15 @@ def test_the_app_switches_to_chinese_and_back(app):
     app.page.fill("#text-input", " ")
     app.page.click("#run-button")
     app.settle()
-    assert app.error() == "请至少输入一个字符" and english(app) == {}
+    assert app.error() == "文本是空的" and english(app) == {}
+    app.page.select_option("#model-select", "tiny")
+    app.page.fill("#text-input", "QQ")  # the server's answer, in Chinese
+    app.page.click("#run-button")
+    app.settle()
+    assert app.error() == "tiny 读不了这段文本：它的分词器从没见过文本中的 1 个字符：'Q'" and english(app) == {}
+    app.page.click("#lang-toggle")  # the message on show, in the other language
+    assert app.error() == "tiny cannot read this text: its tokenizer has never seen 1 character of the text: 'Q'"
+    app.page.click("#lang-toggle")
     app.page.select_option("#model-select", "images/captioner")
     app.page.fill("#index-input", "2")
     app.page.click("#run-button")
@@ -513,7 +521,7 @@ def test_the_app_switches_to_chinese_and_back(app):
     app.show(TEXT)
     assert app.page.text_content("#next-stats") == stats and shown_numbers(app)[:2] == before[:2]
     assert placeholder.startswith("Pick a model")
-    app.assert_clean()
+    app.assert_clean(http_errors=True)
 
 
 def test_the_app_opens_in_the_language_asked_for(browser, server):

@@ -102,17 +102,23 @@ def create_app(
     if token is not None:
         app.add_middleware(AccessToken, token=token)  # added last: it runs first, before the body is read
 
-    def text_model(name: str) -> Inspector:
+    def text_model(name: str, text: str | None = None) -> Inspector:
+        """The model named, which reads text; with `text`: which it can read (every character in its vocabulary)."""
         inspector = models.get(name)
         if isinstance(inspector, ImageInspector):
             raise ServeError(422, f"{name} is an image model: ask /api/image for one of its test images")
+        missing = [] if text is None else inspector.missing(text)
+        if missing:
+            en, zh = unseen(missing)
+            raise ServeError(422, f"{name} cannot read this text: {en}", message_zh=f"{name} 读不了这段文本：{zh}")
         return inspector
 
     def check_length(text: str) -> str:
         if len(text) > max_chars:
-            raise ServeError(413, f"the text is {len(text):,} characters; the limit is {max_chars:,}")
+            raise ServeError(413, f"the text is {len(text):,} characters; the limit is {max_chars:,}",
+                             message_zh=f"文本有 {len(text):,} 个字符；上限是 {max_chars:,} 个")
         if not text.strip():
-            raise ServeError(422, "the text is empty")
+            raise ServeError(422, "the text is empty", message_zh="文本是空的")
         return text
 
     add_error_handlers(app)
@@ -134,7 +140,7 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            inspector = text_model(req.model)
+            inspector = text_model(req.model, text)
             return {**inspector.attention_payload(text, neuron_layer=req.neuron_layer), "kind": inspector.kind}
 
         return await pool.run(work)
@@ -163,7 +169,7 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            return text_model(req.model).next_token(text, sampling(req), req.candidates)
+            return text_model(req.model, text).next_token(text, sampling(req), req.candidates)
 
         return await pool.run(work)
 
@@ -192,9 +198,8 @@ def create_app(
                          "attention": inspector.attends, "rung": inspector.rung}
                 missing = inspector.missing(text)  # each run reads the text with its own tokenizer
                 if missing:
-                    unreadable.append({**about, "missing": missing,
-                                       "error": f"its tokenizer has never seen {plural(len(missing), 'character')} of the "
-                                                f"text: {', '.join(map(repr, missing))}"})
+                    en, zh = unseen(missing)
+                    unreadable.append({**about, "missing": missing, "error": en, "error_zh": zh})
                     continue
                 dist = inspector.next_token(text, SampleConfig(), req.candidates)
                 answers.append({**about, **{k: dist[k] for k in ("candidates", "entropy", "perplexity", "vocab_size", "notice")}})
@@ -208,11 +213,18 @@ def create_app(
         text = check_length(req.text)
 
         def work():
-            return text_model(req.model).step(text, sampling(req), req.candidates)
+            return text_model(req.model, text).step(text, sampling(req), req.candidates)
 
         return await pool.run(work)
 
     return app
+
+
+def unseen(missing: list[str]) -> tuple[str, str]:
+    """What a model lacks to read a text, in English and Chinese: the characters its tokenizer has never seen."""
+    names = ", ".join(map(repr, missing))
+    return (f"its tokenizer has never seen {plural(len(missing), 'character')} of the text: {names}",
+            f"它的分词器从没见过文本中的 {len(missing)} 个字符：{'、'.join(map(repr, missing))}")
 
 
 def ladder_place(inspector: Inspector) -> int:

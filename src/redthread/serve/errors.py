@@ -1,4 +1,6 @@
-"""The app's error answers: every one is {"error": "one line"} with its status.
+"""The app's error answers: every one is {"error": "one line"} with its status; the mistakes a person can make
+from the app's page (a text too long, empty or with characters the model has never seen) also carry the line in
+Chinese, {"error_zh": ...}, which the page shows in its 中文 view.
 
 A client's mistake is a 4xx naming it (ServeError, or the request's validation); a bug of the server
 is a 500 that names no more than the exception's type, the traceback going to the server's log.
@@ -21,9 +23,9 @@ log = logging.getLogger("redthread.serve")
 class ServeError(Exception):
     """An answer to a bad request: its status and one line saying what is wrong."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, message_zh: str | None = None):
         super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
+        self.status, self.message, self.headers, self.message_zh = status, message, headers, message_zh
 
 
 def one_line(message: object) -> str:
@@ -32,8 +34,12 @@ def one_line(message: object) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8") or "error"
 
 
-def error_answer(status: int, message: object, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": one_line(message)}, status_code=status, headers=headers)
+def error_answer(status: int, message: object, headers: dict[str, str] | None = None,
+                 message_zh: str | None = None) -> JSONResponse:
+    body = {"error": one_line(message)}
+    if message_zh is not None:
+        body["error_zh"] = one_line(message_zh)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -42,7 +48,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServeError)
     async def serve_error(request: Request, exc: ServeError):
-        return error_answer(exc.status, exc.message, exc.headers)
+        return error_answer(exc.status, exc.message, exc.headers, exc.message_zh)
 
     @app.exception_handler(RedthreadError)
     async def redthread_error(request: Request, exc: RedthreadError):

@@ -55,8 +55,6 @@ const EN = {
   httpError: (path, status) => `${path}: HTTP ${status}`,
   notJson: (path) => `${path}: the answer is not JSON`,
   cannotReadFile: (name) => `cannot read ${name}`,
-  tooLong: (n, max) => `the text is ${n} characters; the limit is ${max}`,
-  empty: "the text is empty",
   badTopK: "top_k: a whole number of 1 or more, or the box left empty (off)",
   rungNoAttention: (model) => `${model} is a ladder rung without attention: it conditions on the text `
     + "without attending to it, so there is no map to draw. Its P(next token | text) is on the right; "
@@ -130,7 +128,11 @@ async function api(path, body) {
   let data = null;
   try { data = await r.json(); } catch (e) { /* not JSON: said below */ }
   if (!r.ok) {
-    if (data && typeof data.error === "string") throw new Error(data.error);  // the server's own line
+    if (data && typeof data.error === "string") {  // the server's own line, and in Chinese where it has one
+      const e = new Error(data.error);
+      if (typeof data.error_zh === "string") e.zh = data.error_zh;
+      throw e;
+    }
     throw new Said("httpError", path, r.status);
   }
   if (data === null) throw new Said("notJson", path);
@@ -159,7 +161,7 @@ function setBusy(change) {
 
 function showError(e) {
   const message = e instanceof Error ? e.message : String(e);
-  tell("error", e instanceof Said ? () => phrase(e.key, e.args) : () => message);
+  tell("error", e instanceof Said ? () => phrase(e.key, e.args) : () => (lang === "zh" && e.zh ? e.zh : message));
   $("error").hidden = false;
 }
 
@@ -219,12 +221,6 @@ function countChars() {
 
 function count(n) { return n.toLocaleString("en-US"); }  // 2,000 in every browser and either language
 
-// What the server would refuse in the text, said before asking it, in the words on show.
-function checkText(text) {
-  if (text.length > CONFIG.maxChars) throw new Said("tooLong", count(text.length), count(CONFIG.maxChars));
-  if (!text.trim()) throw new Said("empty");
-}
-
 function setText(text) {
   textInput.value = text;
   markHan(textInput, text);
@@ -237,7 +233,6 @@ function setText(text) {
 async function showAttention(upload) {
   const model = modelSelect.value, text = textInput.value;
   if (!model) throw new Said("noModels");
-  if (!upload && inputs[model] === "text") checkText(text);
   const seq = ++latest.attention;
   if (!upload && inputs[model] === "text" && !attends[model]) {  // a ladder rung: no attention, its P(next | text)
     clearError();
@@ -362,7 +357,6 @@ async function extend(token) {
 }
 
 async function step() {
-  checkText(textInput.value);
   const answer = await api("/api/step", { model: shown.model, text: textInput.value, candidates: CANDIDATES, ...sampling() });
   setText(answer.text);
   await showAttention();
@@ -376,7 +370,6 @@ function comparable() {  // the language models on offer: the runs that read tex
 
 async function compareModels() {
   const text = textInput.value;
-  checkText(text);
   const answer = await api("/api/compare", { models: comparable(), text, candidates: 8 });
   clearError();
   drawCompare(answer);
@@ -391,7 +384,7 @@ function drawCompare(answer) {
     const li = document.createElement("li");
     li.dataset.model = u.model;
     li.title = described(u);
-    li.append(span("name", u.model), say.cannotRead(u.error, u.missing));
+    li.append(span("name", u.model), say.cannotRead(u.error, u.error_zh));
     return li;
   }));
   $("compare-unreadable-box").hidden = answer.unreadable.length === 0;

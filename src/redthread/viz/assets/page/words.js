@@ -364,8 +364,6 @@ zh.app = {
   httpError: (path, status) => `${path}：服务器回答了错误 ${status}`,
   notJson: (path) => `${path}：回答不是 JSON`,
   cannotReadFile: (name) => `读不了文件 ${name}`,
-  tooLong: (n, max) => `文本有 ${n} 个字符；上限是 ${max} 个`,
-  empty: zh.typeSomething,
   rungNoAttention: (model) => `${model} 是阶梯上没有注意力的一级：它以文本为条件，却不对文本做注意力，所以没有注意力图可画。`
     + "它的 P(下一个词元 | 文本) 在右边；“比较模型”把它和其他模型并排放在一起。",
   noNext: {
@@ -375,8 +373,7 @@ zh.app = {
   },
   nextMessage: "最可能的下一个词元；采样只从保留下来的词元中抽取。",
   context: (json) => `上下文：${json}`,
-  cannotRead: (error, missing) => `读不了这段文本：它的分词器从没见过文本中的 ${missing.length} 个字符：`
-    + missing.map((c) => JSON.stringify(c)).join("、"),
+  cannotRead: (error, zh) => ` 读不了这段文本：${zh || error}`,
   stats: (e, ppl) => `熵 ${e} 奈特 · 困惑度 ${ppl}`,
   hasAttention: " · 有注意力", noAttention: " · 没有注意力",
   rowTitle: zh.nextToken.rowTitle,
