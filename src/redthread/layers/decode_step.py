@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -70,15 +71,16 @@ class DecodeStep:
     when something observes the model), and every matrix copied once, transposed to (in, out),
     because `x @ W` with a contiguous W streams its rows faster than `x @ W.T` at batch 1 (GPT-2's
     Conv1D layout). The copies cost one more set of the block's matrices and do not follow later
-    changes to the weights (`decoder_step` rebuilds them). Self-attention blocks only (no cross-attention).
+    changes to the weights (`decoder_step` rebuilds them). A layer that is not an nn.Linear brings its own
+    product (`step_product()`: generate/quantize.py's int8 layers). Self-attention blocks only (no cross-attention).
     """
 
     def __init__(self, block: DecoderBlock):
         if block.cross_attn is not None:
             raise InvalidValue("DecodeStep covers self-attention blocks only; this one has cross-attention")
         attn, ffn = block.self_attn, block.ffn
-        self.qkv, self.out = _transposed(attn.qkv_proj), _transposed(attn.out_proj)
-        self.fc_in, self.fc_out = _transposed(ffn.fc_in), _transposed(ffn.fc_out)
+        self.qkv, self.out = _product(attn.qkv_proj), _product(attn.out_proj)  # x (B, in) -> (B, out)
+        self.fc_in, self.fc_out = _product(ffn.fc_in), _product(ffn.fc_out)
         self.act = ffn.act
         self.norm1, self.norm2 = block.self_attn_res.norm, block.ffn_res.norm
         self.pre = block.pre
@@ -94,26 +96,29 @@ class DecodeStep:
 
     def attend(self, x: Tensor, cache: KVCache) -> Tensor:
         B, C = x.shape
-        qkv = _linear(x, *self.qkv).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
+        qkv = self.qkv(x).view(B, 3, self.n_head, 1, self.d_head)  # (B, 3, H, 1, D)
         qk, v = self.norm_qk(qkv[:, :2]), qkv[:, 2]  # (B, 2, H, 1, D), (B, H, 1, D)
         if self.rotary is not None:
             qk = self.rotary(qk, cache.length)
         q, k = qk.unbind(1)  # (B, H, 1, D) each
         k, v = cache.update(k, v)  # (B, H, S, D)
         y = F.scaled_dot_product_attention(q, k, v, scale=self.scale)  # one query: every cached key is visible
-        return _linear(y.reshape(B, C), *self.out)  # (B, H, 1, D) -> (B, C) -> (B, C)
+        return self.out(y.reshape(B, C))  # (B, H, 1, D) -> (B, C) -> (B, C)
 
     def feed_forward(self, x: Tensor) -> Tensor:
-        return _linear(self.act(_linear(x, *self.fc_in)), *self.fc_out)  # (B, C) -> (B, d_ff) -> (B, C)
+        return self.fc_out(self.act(self.fc_in(x)))  # (B, C) -> (B, d_ff) -> (B, C)
 
 
-def _transposed(linear: nn.Linear) -> tuple[Tensor, Tensor | None]:
-    return linear.weight.detach().t().contiguous(), linear.bias  # (in, out)
-
-
-def _linear(x: Tensor, w_t: Tensor, bias: Tensor | None) -> Tensor:
-    """x @ w_t + bias with w_t (in, out): nn.Linear with a transposed weight."""
-    return x @ w_t if bias is None else torch.addmm(bias, x, w_t)
+def _product(linear: nn.Module) -> Callable[[Tensor], Tensor]:
+    """x (B, in) -> linear(x) (B, out): for an nn.Linear, x @ w_t + bias with its weight copied as w_t (in, out);
+    any other layer gives its own `step_product()` (an int8 layer's kernel), or the step refuses it."""
+    if not isinstance(linear, nn.Linear):
+        if not hasattr(linear, "step_product"):
+            raise InvalidValue(f"DecodeStep multiplies by nn.Linear layers or layers with a step_product(), "
+                               f"not {type(linear).__name__}")
+        return linear.step_product()
+    w_t = linear.weight.detach().t().contiguous()  # (in, out)
+    return partial(torch.mm, mat2=w_t) if linear.bias is None else partial(torch.addmm, linear.bias, mat2=w_t)
 
 
 def _norm(norm: nn.LayerNorm, x: Tensor) -> Tensor:
