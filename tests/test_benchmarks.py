@@ -53,7 +53,7 @@ def test_the_bandwidth_benchmark_prints_copy_and_read_figures(tmp_path):
 
 
 def test_the_decode_limit_benchmark_prints_the_limit_the_speeds_and_the_verdicts(tmp_path):
-    out = run_script("decode_limit.py", "--quick", "--profile", "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    out = run_script("decode_limit.py", "--quick", "--profile", "--int8", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     number(r"read bandwidth: ([\d.]+) GB/s", out)
     number(r"(\d+) threads \(decoding and bandwidth alike\)", out)
     for peer in ("redthread", "HF"):
@@ -67,6 +67,20 @@ def test_the_decode_limit_benchmark_prints_the_limit_the_speeds_and_the_verdicts
     assert "load average" in out and "matmul" in out
     figures = json.loads((tmp_path / "f.json").read_text())
     assert figures["bandwidth_gb_per_s"] > 0 and all(v > 0 for v in figures["limit_tokens_per_s"].values())
+    # --int8: the int8 copy in the same rounds, its bytes, its fractions of both limits, its cost in NLL and tokens
+    int8_bytes = number(r"bytes/token redthread int8: ([\d.]+) MB", out)
+    assert int8_bytes < number(r"bytes/token redthread: ([\d.]+) MB", out) / 3
+    number(r"redthread int8 weights: ([\d,]+) B int8 matrices \+ [\d,]+ B their bfloat16 scales \+ [\d,]+ B float32", out)
+    number(r"limit redthread int8: ([\d.]+) tokens/s", out)
+    number(r"\n  redthread int8 +([\d.]+) +[\d.]+\.\.[\d.]+ +[\d.]+% +[\d.]+%", out)
+    assert re.search(r"int8/HF: [\d.]+x .*\b(met|not met) \(target >= 2\.5x\)", out)
+    assert re.search(r"int8/float32 limit: [\d.]+% .*\b(met|not met) \(target >= 70%\)", out)
+    number(r"int8/int8 limit: ([\d.]+)%", out)
+    fp32, int8 = (number(rf"validation NLL: .*{dtype} ([\d.]+)", out) for dtype in ("float32", "int8"))
+    assert abs(int8 - fp32) < 0.05  # int8 costs little (about +0.0006 nats/char on this sample)
+    number(r"next-token argmax kept: ([\d.]+)%", out)
+    assert re.search(r"greedy, 1 prompt x 32 new tokens: [\d.]+% identical", out)
+    assert figures["int8"]["cost"]["model"] == "shakespeare-transformer" and figures["int8"]["tokens_per_s"] > 0
 
 
 def test_quality_benchmark_runs_its_protocol_on_any_text(tmp_path):
