@@ -121,7 +121,7 @@ def int8_cost(quick: bool, new: int) -> dict:
     starts = [i * (len(val) - PROMPT_CHARS) // PROMPTS for i in range(1 if quick else PROMPTS)]
     greedy = []
     for start in starts:
-        prompt = torch.as_tensor(val[start : start + PROMPT_CHARS], dtype=torch.long)[None]
+        prompt = torch.tensor(val[start : start + PROMPT_CHARS], dtype=torch.long)[None]  # a copy: val is read-only
         a, b = (generate(m, prompt, new, temperature=0.0)[0, PROMPT_CHARS:] for m in (fp32, int8))
         differ = (a != b).nonzero()
         greedy.append({"start": start, "identical": int((a == b).sum()),
