@@ -159,7 +159,7 @@ def test_a_broken_link_fails_the_strict_build_and_is_named(tmp_path, executed_to
 LIVE_CHAPTERS = {  # the chapters issue 29 names, and the runs each one's live page shows
     "03-counting": {"tang300-mlp", "tang300-gru", "tang300-transformer"},
     "06-attention": {"shakespeare-transformer"},
-    "07-transformer": {"shakespeare-transformer"},
+    "07-transformer": {"shakespeare-transformer", "tang300-transformer"},  # the walk-through; the explorer on a 律诗
     "08-training-and-sampling": {"names-bigram", "names-mlp", "names-lstm", "names-transformer", "tang300-transformer"},
 }
 

@@ -32,7 +32,7 @@ QUOTED = {
     # C13: the essay's own English example sentence, quoted in it (“The animal didn't cross the street because it
     # was too tired”), and the words of that sentence it then names
     "The", "animal", "didn", "cross", "the", "street", "because", "it", "was", "too", "tired",
-    "heads", "ensemble",  # C9: the names of the two experiments that test it (redthread experiment heads / ensemble)
+    "heads", "ensemble", "poetry",  # C9: the names of the experiments that test it (heads, ensemble, poetry-heads)
     "KV",  # C12: the glossary's KV 缓存 (KV cache), a name left untranslated
     "True",  # C6: the Python literal of the mask convention (True = may attend)
     "diag",  # C7: the matrix operator of softmax's Jacobian, diag(α) − ααᵀ
