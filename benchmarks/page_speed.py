@@ -49,11 +49,9 @@ import threading
 import time
 from pathlib import Path
 
-from redthread.commands.page import _expand, _names
+from redthread.commands.page import read_page_runs
 from redthread.data.corpus import text_path
 from redthread.errors import RedthreadError
-from redthread.interop.onnx_export import check_exportable
-from redthread.train.checkpoint import read_checkpoint
 from redthread.viz.page import PageRun, write_page
 
 CHROMIUM = "/usr/bin/chromium"
@@ -91,20 +89,9 @@ def lengths(block: int) -> list[int]:
 
 
 def load_runs(given: list[str]) -> list[PageRun]:
-    """The runs as `redthread page` reads them (a folder, a checkpoint, a shipped model's name, a ladder's report
-    folder), each checked to export; a RedthreadError of one line names the one that fails."""
-    paths = [p for run in given for p in _expand(Path(run), lambda line: print(line, file=sys.stderr))]
-    runs = []
-    for path, name in zip(paths, _names(paths)):
-        ckpt = read_checkpoint(path)
-        try:
-            check_exportable(ckpt.model)
-        except RedthreadError as e:
-            raise RedthreadError(f"{path}: {e}") from None
-        if ckpt.tokenizer is None:
-            raise RedthreadError(f"{path} has no tokenizer: the page could not turn text into its token ids")
-        runs.append(PageRun(name, ckpt.model.eval(), ckpt.tokenizer))
-    return runs
+    """The runs as `redthread page` reads them, each checked to export (a one-line RedthreadError names one that
+    does not)."""
+    return read_page_runs(given, lambda line: print(line, file=sys.stderr))
 
 
 def serve(folder: Path) -> tuple[str, http.server.ThreadingHTTPServer]:

@@ -22,10 +22,9 @@ from redthread.viz.page import PageRun, check_page_folder, runtime_folder, write
 CHECK_TOKENS = 32  # the longest prompt each exported graph is checked on in onnxruntime
 
 
-def page_command(runs: list[str], out: str, overwrite: bool = False, runtime: str | None = None, log=print) -> dict:
-    out_path = Path(out)
-    runtime_folder(runtime)  # the cheap refusals first: no runtime, a foreign or taken --out
-    check_page_folder(out_path, overwrite)
+def read_page_runs(runs: list[str], log=print) -> list[PageRun]:
+    """The runs as the page reads them (a run folder, a checkpoint, a shipped model's name, a ladder's report folder),
+    each checked to export; a RedthreadError of one line names the one that does not."""
     paths = [p for run in runs for p in _expand(Path(run), log)]
     page_runs = []
     for path, name in zip(paths, _names(paths)):
@@ -37,6 +36,14 @@ def page_command(runs: list[str], out: str, overwrite: bool = False, runtime: st
         if ckpt.tokenizer is None:
             raise RedthreadError(f"{path} has no tokenizer: the page could not turn text into its token ids")
         page_runs.append(PageRun(name, ckpt.model.eval(), ckpt.tokenizer))
+    return page_runs
+
+
+def page_command(runs: list[str], out: str, overwrite: bool = False, runtime: str | None = None, log=print) -> dict:
+    out_path = Path(out)
+    runtime_folder(runtime)  # the cheap refusals first: no runtime, a foreign or taken --out
+    check_page_folder(out_path, overwrite)
+    page_runs = read_page_runs(runs, log)
     manifest = write_page(page_runs, out_path, overwrite=overwrite, runtime=runtime)
     for run, entry in zip(page_runs, manifest["runs"]):
         diffs = _check(run, out_path / entry["folder"] / "model.onnx")
