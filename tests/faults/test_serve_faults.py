@@ -68,10 +68,13 @@ def post_raw(client: TestClient, path: str, body: str | bytes):
 
 
 def assert_error(r, status: int, *needles: str) -> str:
-    """A 4xx answer of the promised shape: {"error": "one line"} naming the problem."""
+    """A 4xx answer of the promised shape: {"error": "one line"} naming the problem, and where the app can say it in
+    Chinese too (a mistake made in its text box), {"error_zh": "one line"} beside it."""
     assert r.status_code == status, (r.status_code, r.text)
     body = r.json()
-    assert isinstance(body, dict) and set(body) == {"error"}, body
+    assert isinstance(body, dict) and set(body) in ({"error"}, {"error", "error_zh"}), body
+    if "error_zh" in body:
+        assert body["error_zh"] and "\n" not in body["error_zh"], body
     error = body["error"]
     assert isinstance(error, str) and error and "\n" not in error and "Traceback" not in error, error
     for needle in needles:
