@@ -68,7 +68,8 @@ RECIPE = {  # the best of the exploration (docs/benchmarks.md, "The speedrun"): 
 def check_points(budget: float) -> list[float]:
     """The training seconds at which the whole validation split is scored."""
     points = [float(s) for s in range(1, 11)] + [float(s) for s in range(12, 31, 2)]
-    points += [float(s) for s in range(35, 61, 5)] + [float(s) for s in range(70, int(budget) + 1, 10)]
+    points += [float(s) for s in range(35, 61, 5)] + [float(s) for s in range(70, 181, 10)]
+    points += [float(s) for s in range(210, int(budget) + 1, 30)]  # past the 3-minute protocol, every 30 s
     return [p for p in points if p < budget] + [budget]
 
 

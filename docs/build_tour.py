@@ -2,10 +2,12 @@
 
 A chapter is a jupytext percent-format file, docs/tour/NN-slug.py, whose markdown cells each carry a
 language (lang="en" or lang="zh") and whose code cells are shared. It runs top to bottom once, with
-nbclient, in a temporary folder; then two notebooks are written with the outputs kept:
+nbclient, in a temporary folder, in a kernel that speaks both languages (docs/tour_kernel.py: every
+`say(en, zh)` keeps both texts, and every figure is drawn in both); then two notebooks are written with
+the outputs kept, each in its own language:
 
-    NN-slug.ipynb      English: the lang="zh" markdown cells dropped
-    NN-slug.zh.ipynb   Chinese: the lang="en" markdown cells dropped
+    NN-slug.ipynb      English: the lang="zh" markdown cells dropped, outputs in English
+    NN-slug.zh.ipynb   Chinese: the lang="en" markdown cells dropped, outputs in Chinese
 
 mkdocs-jupyter shows them, and mkdocs-static-i18n takes the .zh one as the Chinese page of the chapter.
 Both record the SHA-256 of the chapter they came from, so the site refuses a stale one.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import json
 import os
 import re
 import sys
@@ -32,12 +35,22 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from traitlets.config import Config
 
+from redthread.lang import LANGUAGES, has_pairs, resolve
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tour_kernel import ZH_PNG  # noqa: E402
+
+sys.path.pop(0)
+
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "docs" / "tour"
 OUT = REPO / "build" / "tour"
 CHAPTER = re.compile(r"^\d\d-[a-z0-9-]+\.py$")
-LANGUAGES = ("en", "zh")
 CHAPTER_TIMEOUT = 300  # seconds for a whole chapter: each is written to run in under 2 min on two cores, and a busy machine needs room
+
+
+SETUP = ("import sys\nsys.path.insert(0, {docs!r})\nimport tour_kernel\ntour_kernel.install()\n"
+         "sys.path.pop(0)\ndel sys.modules['tour_kernel'], tour_kernel, sys")  # run first, then dropped
 
 
 class ChapterFailed(RuntimeError):
@@ -81,6 +94,14 @@ def execute(chapter: Path, timeout: float = CHAPTER_TIMEOUT) -> nbformat.Noteboo
         with client.setup_kernel(env=kernel_env()):
             info = client.wait_for_reply(client.kc.kernel_info())
             nb.metadata["language_info"] = info["content"]["language_info"]
+            setup = nbformat.v4.new_code_cell(SETUP.format(docs=str(REPO / "docs")))
+            nb.cells.insert(0, setup)
+            try:
+                client.execute_cell(setup, 0, store_history=False)
+            except CellExecutionError as e:
+                raise ChapterFailed(f"{chapter.name}: the kernel's setup failed: {str(e).strip().splitlines()[-1]}") from e
+            finally:
+                nb.cells.pop(0)
             for index, cell in enumerate(nb.cells):
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -93,15 +114,51 @@ def execute(chapter: Path, timeout: float = CHAPTER_TIMEOUT) -> nbformat.Noteboo
                 except CellExecutionError as e:
                     last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
                     raise ChapterFailed(f"{chapter.name}: cell {index} failed: {last}") from e
+    check_languages(nb, chapter)
     nb.metadata["redthread"] = {"source": chapter.name, "source_sha256": source_hash(chapter)}
     return nb
 
 
 def language_version(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNode:
-    """The notebook as one language reads it: the other language's markdown cells dropped, code and outputs kept."""
+    """The notebook as one language reads it: the other language's markdown cells dropped, code kept, and each
+    output in `lang` (its printed pairs resolved, its figures the drawing in `lang`)."""
     out = copy.deepcopy(nb)
     out.cells = [c for c in out.cells if c.cell_type != "markdown" or c.metadata.get("lang", lang) == lang]
+    for cell in out.cells:
+        for output in cell.get("outputs", []):
+            in_language(output, lang)
     return out
+
+
+def in_language(output: nbformat.NotebookNode, lang: str) -> None:
+    """One output of a code cell as `lang` reads it, in place."""
+    if "text" in output:
+        output.text = resolve(output.text, lang)
+    data = output.get("data", {})
+    chinese_png = data.pop(ZH_PNG, None)
+    if lang == "zh" and chinese_png is not None:
+        data["image/png"] = chinese_png
+    for mime, value in data.items():
+        if isinstance(value, str):
+            data[mime] = resolve(value, lang)
+        elif isinstance(value, list):
+            data[mime] = [resolve(v, lang) if isinstance(v, str) else v for v in value]
+
+
+def check_languages(nb: nbformat.NotebookNode, chapter: Path) -> None:
+    """Refuse a chapter whose outputs would show both languages: a pair that `resolve` cannot split (a repr
+    that escaped its markers, say) or a figure with no Chinese drawing."""
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data and ZH_PNG not in data:
+                raise ChapterFailed(f"{chapter.name}: cell {index} shows an image with no Chinese drawing")
+            for lang in LANGUAGES:
+                shown = copy.deepcopy(output)
+                in_language(shown, lang)
+                if has_pairs(json.dumps(shown, ensure_ascii=False)):
+                    raise ChapterFailed(f"{chapter.name}: cell {index} prints text that keeps both languages "
+                                        f"(a repr of say()'s result?)")
 
 
 def notebook_names(chapter: Path) -> dict[str, str]:

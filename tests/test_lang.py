@@ -106,3 +106,18 @@ def test_the_flag_calls_set_language(monkeypatch):
     assert cli.main(["--lang", "zh", "eval", "--run", "x"]) == 0 and seen == ["zh"]
     assert cli.main(["eval", "--run", "x", "--lang", "en"]) == 0 and seen == ["zh", "en"]
     assert cli.main(["--lang", "xx", "eval", "--run", "x"]) == 1 and seen == ["zh", "en"]
+
+
+def test_both_languages_keeps_each_side_and_resolve_splits_nested_pairs():
+    from redthread.lang import both_languages, has_pairs, resolve
+
+    with both_languages():
+        line = f"{say('model', '模型'):<8}|{say('NLL', '负对数似然'):>6}|{layer_head(1, 3)}"
+        nested = say(f"at {layer_head(0)}", f"在{layer_head(0)}")
+    assert say("model", "模型") in ("model", "模型")  # off again after the block
+    assert resolve(line, "en") == "model   |   NLL|layer 1, head 3"
+    assert resolve(line, "zh") == "模型    |负对数似然|层 1·头 3"  # CJK counts two columns; too wide: unpadded
+    assert (resolve(nested, "en"), resolve(nested, "zh")) == ("at layer 0", "在层 0")
+    assert has_pairs(line) and not has_pairs(resolve(line, "zh")) and has_pairs(repr(line))
+    with pytest.raises(InvalidValue, match="unknown language 'fr'"):
+        resolve(line, "fr")

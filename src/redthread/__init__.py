@@ -18,7 +18,7 @@ from redthread.generate.sampler import generate, generate_stream
 from redthread.generate.speculative import speculative_generate, speculative_rounds
 from redthread.interop.huggingface import export_gpt2, from_pretrained
 from redthread.interop.onnx_export import export_onnx
-from redthread.lang import language, set_language
+from redthread.lang import language, say, set_language
 from redthread.layers.attention import MultiHeadAttention, scaled_dot_product_attention
 from redthread.layers.blocks import BlockConfig, DecoderBlock, EncoderBlock
 from redthread.layers.feedforward import FeedForward
@@ -57,5 +57,5 @@ __all__ = [
     "save_checkpoint", "load_checkpoint", "read_checkpoint", "pretrained", "shipped_models",
     "from_pretrained", "export_gpt2", "export_onnx",
     "record_attention", "AttentionMaps", "show_attention", "show_image_attention", "show_next_token",
-    "language", "set_language",
+    "language", "set_language", "say",
 ]

@@ -22,6 +22,8 @@ Chinese puts the number after the noun, 层 1·头 3, never an ordinal (`layer_h
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -190,14 +192,85 @@ def chinese() -> bool:
 
 def say(en: str, zh: str) -> str:
     """The text in the language chosen: say("validation NLL", "验证集 NLL")."""
+    if _both:
+        return Both(en, zh)
     return zh if chinese() else en
+
+
+# Both languages at once, for the tour's build (docs/build_tour.py): it runs each chapter once and writes
+# an English and a Chinese notebook from the same outputs, so both show the same numbers. While
+# `both_languages()` is on, `say` returns the two texts between markers (private-use characters), and
+# `resolve` keeps one side of every pair in a printed line, a page or a figure's text.
+OPEN, MID, CLOSE = "\ue000", "\ue001", "\ue002"
+_both = False
+_PAIR = re.compile(f"{OPEN}([^{OPEN}{MID}{CLOSE}]*){MID}([^{OPEN}{MID}{CLOSE}]*){CLOSE}")
+_SPEC = re.compile(r"^(?P<align>[<>^]?)(?P<width>\d+)$")
+
+
+def display_width(text: str) -> int:
+    """Columns a monospace terminal gives the text: a CJK character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _format(text: str, spec: str) -> str:
+    """format(text, spec), where a bare width such as "18" or ">9" counts a CJK character as two columns."""
+    m = _SPEC.match(spec)
+    if not m:
+        return format(text, spec)
+    room = max(0, int(m["width"]) - display_width(text))
+    left = {"<": 0, "": 0, ">": room, "^": room // 2}[m["align"]]
+    return " " * left + text + " " * (room - left)
+
+
+class Both(str):
+    """An English and a Chinese text as one string between markers; formatting pads each side on its own."""
+
+    def __new__(cls, en: str, zh: str) -> Both:
+        self = super().__new__(cls, f"{OPEN}{en}{MID}{zh}{CLOSE}")
+        self.en, self.zh = en, zh
+        return self
+
+    def __format__(self, spec: str) -> str:
+        return Both(_format(self.en, spec), _format(self.zh, spec))
+
+
+@contextmanager
+def both_languages() -> Iterator[None]:
+    """Inside the block, `say` (and `term`, `layer_head`) return both languages, for `resolve` to split."""
+    global _both
+    before, _both = _both, True
+    try:
+        yield
+    finally:
+        _both = before
+
+
+def speak_both(on: bool = True) -> None:
+    """Turn both languages on (or off) for the rest of the process: the tour's kernel, which has no block."""
+    global _both
+    _both = bool(on)
+
+
+def resolve(text: str, lang: str) -> str:
+    """The text as `lang` reads it: each pair `say` made with both languages on keeps its `lang` side."""
+    side = 1 if _normal(lang, "language") == "en" else 2
+    while OPEN in text:
+        text, n = _PAIR.subn(lambda m: m.group(side), text)
+        if not n:  # an unmatched marker: leave it for `has_pairs` to report
+            break
+    return text
+
+
+def has_pairs(text: str) -> bool:
+    """Whether the text still holds a marker of a pair (as written, or escaped by json.dumps)."""
+    return any(mark in text for mark in (OPEN, MID, CLOSE, "\\ue000", "\\ue001", "\\ue002"))
 
 
 def term(english: str) -> str:
     """A glossary term in the language chosen: term("attention weights") -> "注意力权重" in Chinese."""
     if english not in TERMS:
         raise KeyError(f"{english!r} is not in redthread.lang.TERMS")
-    return TERMS[english] if chinese() else english
+    return say(english, TERMS[english])
 
 
 def layer_head(layer: int, head: int | None = None) -> str:

@@ -54,3 +54,24 @@ def test_a_chapter_past_its_time_is_stopped(tmp_path):
 def test_the_command_refuses_a_missing_chapter(tmp_path, capsys):
     assert build_tour.main([str(tmp_path / "nope.py"), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"error: no such chapter: {tmp_path / 'nope.py'}"
+
+
+def test_one_run_writes_each_notebook_in_its_own_language(tmp_path):
+    """say() keeps both texts in the kernel; each notebook shows its own side, in prints and in figures."""
+    path = chapter(tmp_path, "import matplotlib.pyplot as plt\nfrom redthread.lang import say, term\n"
+                             "print(f\"{say('model', '模型'):8}|{term('attention'):>8}|\")\n"
+                             "fig, ax = plt.subplots()\nax.bar([say('count', '计数'), 'n'], [1, 2])\n"
+                             "ax.set_xticks([0, 1], [say('a', '甲'), say('b', '乙')])\nax.set_title(say('loss', '损失'))\n"
+                             "ax.plot([0, 1], label=say('train', '训练'))\nax.legend()\nplt.show()")
+    nb = build_tour.execute(path)
+    en, zh = (build_tour.language_version(nb, lang).cells[-1].outputs for lang in ("en", "zh"))
+    assert en[0].text == "model   |attention|\n"
+    assert zh[0].text == "模型    |  注意力|\n"  # a CJK character counts two columns
+    png = {lang: [o.data["image/png"] for o in outs if "image/png" in o.get("data", {})] for lang, outs in (("en", en), ("zh", zh))}
+    assert len(png["en"]) == len(png["zh"]) == 1 and png["en"] != png["zh"]
+    assert all(build_tour.ZH_PNG not in o.get("data", {}) for o in [*en, *zh])
+
+
+def test_a_pair_that_cannot_be_split_is_refused(tmp_path):
+    with pytest.raises(build_tour.ChapterFailed, match=r"^07-probe\.py: cell 2 prints text that keeps both languages"):
+        build_tour.execute(chapter(tmp_path, "from redthread import say\nsay('a', '甲')"))  # its repr escapes the markers

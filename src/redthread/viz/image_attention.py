@@ -25,7 +25,7 @@ from redthread.data.captions import EOS, Vocabulary, load_caption_data, load_tes
 from redthread.data.images import load_digits, prepare_image
 from redthread.errors import InvalidValue
 from redthread.generate.captions import caption
-from redthread.lang import chinese, layer_head, say
+from redthread.lang import layer_head, say
 from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
 from redthread.viz.explorer import payload_tab
@@ -224,12 +224,11 @@ def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabular
     rows = cross if layer is None else cross[layer : layer + 1]
     rows = rows.mean(0)  # (H, T, P)
     rows = rows.mean(0) if head is None else rows[head]  # (T, P)
-    if chinese():
-        which = "各层和各头的平均" if layer is None and head is None else \
-            f"层 {'全部' if layer is None else layer}·头 {'平均' if head is None else head}"
+    if layer is None and head is None:
+        which = say("mean over layers and heads", "各层和各头的平均")
     else:
-        which = "mean over layers and heads" if layer is None and head is None else \
-            f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}"
+        which = say(f"layer {'all' if layer is None else layer}, head {'mean' if head is None else head}",
+                    f"层 {'全部' if layer is None else layer}·头 {'平均' if head is None else head}")
     titles = [vocab.words[i] for i in ids[1:]]
     caption = " ".join(vocab.decode(ids))
     plot_patch_overlays(image[0], rows, titles, path,

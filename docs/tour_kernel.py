@@ -1,0 +1,107 @@
+"""The tour's kernel speaks both languages: each chapter runs once, and build_tour.py writes its English and
+Chinese notebooks from the same outputs (the same numbers on both pages).
+
+`install()` runs first in the kernel, before the chapter's own cells. From then on `redthread.say` (and
+everything redthread prints or draws through it) returns both texts between markers (redthread.lang.Both).
+A printed line or a page keeps its markers, and build_tour.py keeps one side per notebook. A figure cannot be
+split after it is drawn, so it is drawn twice when it is shown: in English as its `image/png` and in Chinese
+as `ZH_PNG` beside it, the texts of each drawing resolved to its language (titles, labels, legends, tick
+labels). A figure text that still holds a pair once drawn stops the build, naming the text.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+
+ZH_PNG = "image/x-redthread-zh-png"  # the Chinese drawing of a figure, beside its English image/png
+
+
+def _resolved(format_ticks, lang: str, values) -> list[str]:
+    from redthread.lang import resolve
+
+    return [resolve(label, lang) for label in format_ticks(values)]
+
+
+def _swap(fig, lang: str) -> list:
+    """Resolve every text of the figure that holds a pair to `lang`; the undo steps."""
+    from matplotlib.text import Text
+
+    from redthread.lang import has_pairs, resolve
+
+    undo = []
+    for text in fig.findobj(Text):
+        s = text.get_text()
+        if has_pairs(s):
+            text.set_text(resolve(s, lang))
+            undo.append(partial(text.set_text, s))
+    for ax in fig.axes:  # tick labels are made at each drawing, by the axis' formatters: theirs, resolved
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in {id(f): f for f in (axis.get_major_formatter(), axis.get_minor_formatter())}.values():
+                if "format_ticks" not in vars(formatter):
+                    formatter.format_ticks = partial(_resolved, formatter.format_ticks, lang)
+                    undo.append(partial(delattr, formatter, "format_ticks"))
+    return undo
+
+
+def draw(fig, lang: str, **kwargs) -> str:
+    """The figure as a base64 PNG, its texts in `lang`; the figure is left as it was."""
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.text import Text
+
+    from redthread.lang import cjk_figure, has_pairs
+
+    undo = _swap(fig, lang)
+    try:
+        if lang == "zh":
+            with warnings.catch_warnings():  # drawn once before its CJK font is chosen: the missing glyphs are expected
+                warnings.simplefilter("ignore", UserWarning)
+                fig.canvas.draw()  # tick labels get their text when drawn
+            cjk_figure(fig)  # its Chinese words take a CJK font
+        data = print_figure(fig, "png", base64=True, **{"bbox_inches": "tight", **kwargs})
+        left = [t.get_text() for t in fig.findobj(Text) if has_pairs(t.get_text())]
+    finally:
+        for step in reversed(undo):
+            step()
+    if left:
+        raise ValueError(f"a figure text kept both languages after drawing: {left[0]!r}")
+    return data
+
+
+def _formatters(shell) -> None:
+    """Register (again: `%matplotlib inline` resets image/png) the two drawings of a matplotlib figure."""
+    from IPython.core.formatters import BaseFormatter
+    from matplotlib.figure import Figure
+    from traitlets import Unicode
+
+    class ChinesePNG(BaseFormatter):
+        format_type = Unicode(ZH_PNG)
+        print_method = Unicode("_repr_zh_png_")
+
+    formatters = shell.display_formatter.formatters
+    if ZH_PNG not in formatters:
+        formatters[ZH_PNG] = ChinesePNG(parent=shell.display_formatter)
+    formatters["image/png"].for_type(Figure, partial(draw, lang="en"))
+    formatters[ZH_PNG].for_type(Figure, partial(draw, lang="zh"))
+
+
+def install() -> None:
+    import matplotlib.pyplot as plt  # noqa: F401 -- in a kernel, this loads the inline backend, which sets image/png
+    import matplotlib_inline.backend_inline as inline
+    from IPython import get_ipython
+
+    from redthread.lang import speak_both
+
+    speak_both(True)
+    shell = get_ipython()
+    chosen = inline.select_figure_formats  # `%matplotlib inline` chooses the formats again: ours after it
+
+    def select_figure_formats(*args, **kwargs):
+        chosen(*args, **kwargs)
+        _formatters(shell)
+
+    inline.select_figure_formats = select_figure_formats
+    _formatters(shell)
+    ensure = lambda *args, **kwargs: _formatters(shell)  # noqa: E731
+    shell.events.register("pre_run_cell", ensure)
+    shell.events.callbacks["post_execute"].insert(0, ensure)  # before the inline backend shows the cell's figures
