@@ -125,9 +125,20 @@ def language_version(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookN
     out = copy.deepcopy(nb)
     out.cells = [c for c in out.cells if c.cell_type != "markdown" or c.metadata.get("lang", lang) == lang]
     for cell in out.cells:
+        if cell.cell_type == "code":
+            cell.source = comments_in(cell.source, lang)
         for output in cell.get("outputs", []):
             in_language(output, lang)
     return out
+
+
+# A code comment in both languages: "# the slope ‖ 斜率" is "# the slope" on the English page, "# 斜率" on the Chinese
+BILINGUAL_COMMENT = re.compile(r"#(?P<space>[ \t]*)(?P<en>[^\n‖]*?)[ \t]*‖[ \t]*(?P<zh>[^\n]*)")
+
+
+def comments_in(source: str, lang: str) -> str:
+    """A code cell's source with each bilingual comment in `lang`."""
+    return BILINGUAL_COMMENT.sub(lambda m: f"#{m['space']}{m[lang]}", source)
 
 
 def in_language(output: nbformat.NotebookNode, lang: str) -> None:

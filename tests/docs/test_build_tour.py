@@ -33,10 +33,10 @@ def test_each_language_keeps_its_own_markdown_and_every_code_cell(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# 1 · A", metadata={"lang": "en"}),
         nbformat.v4.new_markdown_cell("# 第 1 章 · 甲", metadata={"lang": "zh"}),
-        nbformat.v4.new_code_cell("print(1)"),
+        nbformat.v4.new_code_cell("print(1)  # one ‖ 一\n# plain"),
     ])
-    assert [c.source for c in build_tour.language_version(nb, "en").cells] == ["# 1 · A", "print(1)"]
-    assert [c.source for c in build_tour.language_version(nb, "zh").cells] == ["# 第 1 章 · 甲", "print(1)"]
+    assert [c.source for c in build_tour.language_version(nb, "en").cells] == ["# 1 · A", "print(1)  # one\n# plain"]
+    assert [c.source for c in build_tour.language_version(nb, "zh").cells] == ["# 第 1 章 · 甲", "print(1)  # 一\n# plain"]
     paths = build_tour.write(nb, tmp_path / "01-a.py", tmp_path / "out")
     assert {lang: p.name for lang, p in paths.items()} == {"en": "01-a.ipynb", "zh": "01-a.zh.ipynb"}
 
