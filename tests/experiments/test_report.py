@@ -41,6 +41,7 @@ def test_experiment_all_writes_an_index(tmp_path, monkeypatch):
     index = (tmp_path / "all" / "index.md").read_text()
     verdict = json.loads((tmp_path / "all" / "regression" / "report.json").read_text())["verdict"]
     assert f"| [regression](regression/report.md) | C1 | {verdict} |" in index
+    assert "| [线性回归估计条件期望](regression/report.md) | C1 |" in (tmp_path / "all" / "index.zh.md").read_text()
     assert (tmp_path / "all" / "regression" / "report.json").is_file()
 
 

@@ -6,7 +6,7 @@ verdict. Experiments run torch on one thread (their models are tiny). Each repor
 report.md (the claim, the set-up, the pre-registered criterion, the checks per seed set, the
 history of the criteria, figures and tables, the verdict), report.json (every number), report.zh.md
 (the claim, the verdicts and a conclusion from the numbers, in Chinese: experiments/report_zh.py) and
-the PNG figures. `all` also writes index.md, one line per experiment with its verdict and a link; with
+the PNG figures. `all` also writes index.md (and index.zh.md, in Chinese), one line per experiment with its verdict and a link; with
 --resume it keeps every report already finished in --out (same mode, seed and criteria) and runs the
 rest.
 """
@@ -21,6 +21,7 @@ from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
 from redthread.experiments.history import code_commit, criteria_commit
 from redthread.experiments.replication import run_experiment
+from redthread.experiments.report_zh import write_index_zh
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
 REPORT_FILES = ("report.json", "report.md", "report.zh.md")  # an experiment's folder; `all` adds index.md and a folder per experiment
@@ -29,7 +30,7 @@ REPORT_FILES = ("report.json", "report.md", "report.zh.md")  # an experiment's f
 def check_out(out: Path, overwrite: bool, resume: bool = False, every: bool = False) -> None:
     if out.exists() and not out.is_dir():
         raise RedthreadError(f"--out {out} is a file, not a folder")
-    check_not_foreign(out, (*REPORT_FILES, "index.md", *available()) if every else REPORT_FILES, "experiment report")
+    check_not_foreign(out, (*REPORT_FILES, "index.md", "index.zh.md", *available()) if every else REPORT_FILES, "experiment report")
     if out.is_dir() and any(out.iterdir()) and not (overwrite or resume):
         raise RedthreadError(f"{out} already holds a report; pass --resume to finish it or --overwrite to replace it")
     check_writable(out)  # a read-only or full place fails now, not after the experiment has run
@@ -146,6 +147,7 @@ def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
             lines.append(f"| {n} | {check.get('part') or '—'} | {check['name']} | {needs} | {values[0]} | {values[1]} | "
                          f"{check['verdict']} |".replace("\n", " "))
     atomic_write_text(root / "index.md", "\n".join(lines) + "\n")
+    write_index_zh(root, names)  # index.zh.md, the same in Chinese
     return root / "index.md"
 
 

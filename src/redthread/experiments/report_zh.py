@@ -453,6 +453,53 @@ def _render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def index_zh(root: Path, names: list[str] | None = None) -> str:
+    """The Chinese index.md of a folder of reports (root/NAME/report.json): each experiment's claims, verdict by
+    part, its criterion changes after a result and its time; then every check with both seed sets."""
+    with speaking("zh"):
+        return _index(root, names)
+
+
+def _index(root: Path, names: list[str] | None) -> str:
+    english = root / "index.md"
+    if names is None and english.is_file():  # the English index's order
+        names = list(dict.fromkeys(re.findall(r"^\| \[([\w-]+)\]\(\1/report\.md\)", english.read_text(encoding="utf-8"), re.M)))
+    names = names or [f.name for f in folders(root)]
+    reports = {n: json.loads((root / n / "report.json").read_text(encoding="utf-8")) for n in names}
+    quick = any(r.get("quick") for r in reports.values())
+    lines = ["# 实验：逐条检验原文的论点" + ("（冒烟测试）" if quick else ""), ""]
+    if quick:
+        lines += [SMOKE_LINE_ZH, ""]
+    lines += ["每个实验一行：它检验的论点、结论和各部分的结论、看到结果之后判据修改过几次、用时（秒）。点实验名看它的中文报告。", "",
+              "| 实验 | 论点 | 结论 | 各部分 | 看到结果后修改判据 | 秒 |", "|---|---|---|---|---|---|"]
+    total = 0.0
+    for n, report in reports.items():
+        seconds = float(report.get("numbers", {}).get("seconds", 0.0))
+        total += seconds
+        parts = "；".join(f"{part_zh(n, p)}：{_verdict(v)}" for p, v in (report.get("parts") or {}).items() if p) or "—"
+        parts = parts.replace("|", "\\|")
+        lines.append(f"| [{NAMES.get(n, n)}]({n}/report.md) | {report['claims']} | {_verdict(report['verdict'])} | "
+                     f"{parts} | {len(report.get('history') or [])} | {seconds:.1f} |")
+    lines += ["", f"合计：实验共用 {total / 60:.1f} 分钟。", "", "## 每一项检查", "",
+              "每项检查在两组种子中各自的均值和 95% 区间、判定它所用的下限、它的结论；一个部分只有一项检查时，"
+              "这项检查的结论就是这个部分的结论。", "",
+              "| 实验 | 部分 | 检查 | 要求 | 种子组 A | 种子组 B | 结论 |", "|---|---|---|---|---|---|---|"]
+    for n, report in reports.items():
+        for check in report.get("checks", []):
+            sets = [_measure(m) for m in check.get("sets") or []] + ["—", "—"]
+            part = part_zh(n, check["part"]) if check.get("part") else "—"
+            cells = [NAMES.get(n, n), part, check_zh(n, check["name"]), _needs(check), sets[0], sets[1], _verdict(check["verdict"])]
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_index_zh(root: Path, names: list[str] | None = None) -> Path:
+    """Write root/index.zh.md beside the English index."""
+    target = root / "index.zh.md"
+    atomic_write_text(target, index_zh(root, names))
+    return target
+
+
 def read_zh(folder: Path) -> str:
     """The Chinese page of folder/report.json; a file that is no report is a RedthreadError naming it."""
     source = folder / "report.json"
@@ -505,6 +552,9 @@ def main(argv=None) -> int:
         pages = [(f, read_zh(f)) for d in args.folders for f in folders(Path(d))]  # all read before any is written
         for folder, text in pages:
             print(write_zh(folder, text))
+        for d in args.folders:  # a folder of reports with an English index gets its Chinese one
+            if (Path(d) / "index.md").is_file() and not (Path(d) / "report.json").exists():
+                print(write_index_zh(Path(d)))
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
