@@ -261,6 +261,11 @@ def resolve(text: str, lang: str) -> str:
     return text
 
 
+def sides(text: str | None) -> tuple[str | None, str | None]:
+    """(English, Chinese) of a text that may hold pairs: a page that switches language carries both."""
+    return (None, None) if text is None else (resolve(text, "en"), resolve(text, "zh"))
+
+
 def has_pairs(text: str) -> bool:
     """Whether the text still holds a marker of a pair (as written, or escaped by json.dumps)."""
     return any(mark in text for mark in (OPEN, MID, CLOSE, "\\ue000", "\\ue001", "\\ue002"))

@@ -2,6 +2,7 @@
 
 import base64
 import io
+import json
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from matplotlib.image import imsave
 
 import redthread as rt
 from redthread.cli import build_parser
+from redthread.lang import has_pairs
 from redthread.models.captioner import Captioner, CaptionerConfig
 from redthread.serve.app import create_app
 from tests.tiny import save_tiny_captioner_run, save_tiny_run, save_tiny_vit_run
@@ -69,6 +71,7 @@ def test_image_run_shows_a_test_scene(client):
 def test_vit_run_shows_a_test_digit(client):
     body = client.post("/api/image", json={"model": "images/vit", "index": 0}).json()
     assert body["kind"] == "image" and body["title"].startswith("test image 0 of the digits (label ")
+    assert body["zh"]["title"].startswith("手写数字的测试图像 0（标签 ")
     [tab] = body["tabs"]
     assert tab["kind"] == "encoder" and tab["queries"][:2] == ["[CLS]", "patch r0c0"] and tab["image"]["grid"] == [4, 4]
     assert torch.tensor(tab["weights"]).shape == (1, 2, 17, 17)  # (L, H, class token + 16 patches, the same)
@@ -88,8 +91,11 @@ def test_image_runs_show_an_uploaded_file_converted_and_resized(client):
                                            "name": "mine.png"}).json()
     assert body["kind"] == "image" and body["title"] == "mine.png" and len(body["tabs"]) == 3
     assert "resized the image from 10x12 to 24x24 pixels" in body["notice"]
+    assert body["zh"]["title"] == "mine.png" and "图像从 10x12 像素缩放为 24x24 像素" in body["zh"]["notice"]  # for the 中文 switch
     body = client.post("/api/image", json={"model": "images/vit", "image": data_url(rng.random((8, 8)))}).json()
     assert body["title"] == "your image" and "converted the image from 4 to 1 channel(s)" in body["notice"]  # RGBA PNG
+    assert body["zh"]["title"] == "你的图像" and "图像从 4 个通道转换为 1 个通道" in body["zh"]["notice"]
+    assert not any(has_pairs(json.dumps(v, ensure_ascii=False)) for v in body.values())
 
 
 @pytest.mark.parametrize("body,status,message", [

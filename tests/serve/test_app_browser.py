@@ -279,6 +279,9 @@ def test_app_image_run_shows_an_uploaded_file(app, tmp_path):
     app.settle()
     assert app.error() is None and app.page.text_content("h1") == "my drawing.png"
     assert "resized the image from 12x12 to 24x24 pixels" in app.page.text_content("#notice")
+    app.page.click("#lang-toggle")
+    assert "图像从 12x12 像素缩放为 24x24 像素" in app.page.text_content("#notice")
+    app.page.click("#lang-toggle")
     assert app.page.locator("#head-svg image").count() == 1 and app.view("kind") == "cross"
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"not a png")
@@ -510,10 +513,12 @@ def test_the_app_switches_to_chinese_and_back(app):
     app.page.click("#run-button")
     app.settle()
     assert app.error() is None and "图像模型" in app.page.text_content("#next-message") and english(app) == {}
+    assert "的测试场景 2（参考描述：“" in app.page.text_content("h1")  # an image's title is ours, not the user's text
 
     app.page.click("#lang-toggle")
     assert app.page.get_attribute("html", "lang") == "en" and app.page.text_content("#lang-toggle") == "中文"
     assert "is an image model" in app.page.text_content("#next-message")
+    assert app.page.text_content("h1").startswith("test scene 2 of ")
     assert app.page.text_content("#run-button") == "Show attention"
     han = [t for t in app.page.evaluate(SHOWN) if re.search(r"[\u3400-\u9fff]", t) and t not in ("中文", "中文 / English")]
     assert han == []

@@ -234,19 +234,20 @@ def image_attention_command(args, log=print) -> None:
                              "(redthread train --task vit-digits) or a captioner run (--task caption-shapes)")
     model = ckpt.model
     notices = []
-    if args.index is not None:
-        image, title = test_image(ckpt, args.index)
-    else:
-        image, notices = prepare_image(read_image_file(args.image), model.cfg.channels, model.cfg.image_size)
-        title = Path(args.image).name
+    with lang.both_languages():  # the page switches language: its title and notices in both
+        if args.index is not None:
+            image, title = test_image(ckpt, args.index)
+        else:
+            image, notices = prepare_image(read_image_file(args.image), model.cfg.channels, model.cfg.image_size)
+            title = Path(args.image).name
     for n in notices:
-        log(f"notice: {n}")
+        log(f"notice: {lang.resolve(n, lang.language())}")
     # the figure is drawn before the page is written: a bad --layer writes nothing
     shown = image_attention(ckpt, image, title, "; ".join(notices) or None, figure, args.layer, args.head)
     if figure is not None:
         log(f"figure: {figure}" + ("" if shown.caption is None else f" (one panel per word of \"{shown.caption}\")"))
     write_explorer(shown.payload, out)
-    log(f"explorer: {out} ({title})")
+    log(f"explorer: {out} ({lang.resolve(title, lang.language())})")
 
 
 def vit_command(args, model_fields: dict, train_fields: dict, progress) -> None:

@@ -29,6 +29,7 @@ from torch import Tensor
 
 from redthread.data.regression import RegressionData
 from redthread.errors import InvalidValue, check_int
+from redthread.lang import say
 
 DIGITS_SIZE = 8
 TEST_FRACTION = 0.2
@@ -143,8 +144,10 @@ def prepare_image(image, channels: int, image_size: int) -> tuple[Tensor, list[s
             x = x[:3]  # RGBA -> RGB: the alpha channel dropped
         else:
             raise InvalidValue(f"the image has {x.shape[0]} channel(s), the model expects {channels}")
-        notices.append(f"converted the image from {found} to {channels} channel(s)")
+        notices.append(say(f"converted the image from {found} to {channels} channel(s)",
+                           f"图像从 {found} 个通道转换为 {channels} 个通道"))
     if tuple(x.shape[1:]) != (image_size, image_size):
-        notices.append(f"resized the image from {x.shape[1]}x{x.shape[2]} to {image_size}x{image_size} pixels")
+        notices.append(say(f"resized the image from {x.shape[1]}x{x.shape[2]} to {image_size}x{image_size} pixels",
+                           f"图像从 {x.shape[1]}x{x.shape[2]} 像素缩放为 {image_size}x{image_size} 像素"))
         x = F.interpolate(x[None], size=(image_size, image_size), mode="bilinear", align_corners=False)[0]
     return x[None].clamp(0.0, 1.0), notices  # (1, C, size, size)

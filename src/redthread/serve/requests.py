@@ -47,7 +47,7 @@ class ImageRequest(BaseModel):
     model: Text = Field(max_length=MAX_NAME, description="an image run's name from /api/models")
     index: int | None = Field(None, ge=0, description="which image of the run's test split")
     image: str | None = Field(None, description="or an image file of your own, as a data: URL (base64)")
-    name: Text = Field("your image", max_length=200, description="the uploaded file's name, for the title")
+    name: Text | None = Field(None, max_length=200, description="the uploaded file's name, for the title (default: your image)")
 
 
 def sampling_fields(*names: str) -> dict:

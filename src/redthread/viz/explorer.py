@@ -16,7 +16,7 @@ The payload is the contract with the code that records attention (`payload_tab` 
 tab from a tensor):
 
     {"title": str, "model": str, "notice": str | None,
-     "zh": {"model": str, "notice": str | None},     # optional: the same two in Chinese, for the 中文 view
+     "zh": {"model": str, "notice": str | None, "title": str},  # optional: the same in Chinese, for the 中文 view
      "tabs": [{"kind": "encoder" | "decoder" | "cross",
                "queries": [T strings], "keys": [S strings],
                "weights": L x H x T x S nested lists of floats, each row summing to 1,
@@ -153,16 +153,20 @@ def _check_payload(payload) -> dict:
 
 
 def _check_chinese(zh) -> dict:
-    """The model's description and the notice in Chinese: {"model": str, "notice": str | None}."""
+    """The model's description, the notice and (an image's) title in Chinese: {"model": str, "notice": str | None,
+    "title": str (optional)}."""
     if not isinstance(zh, dict):
         raise InvalidType(f"explorer payload 'zh' must be a dict, got {type(zh).__name__}")
-    _check_keys(zh, {"model"}, {"notice"}, "explorer payload 'zh'")
+    _check_keys(zh, {"model"}, {"notice", "title"}, "explorer payload 'zh'")
     if not isinstance(zh["model"], str):
         raise InvalidType(f"explorer payload 'zh' model must be a string, got {type(zh['model']).__name__}")
-    notice = zh.get("notice")
-    if notice is not None and not isinstance(notice, str):
-        raise InvalidType(f"explorer payload 'zh' notice must be a string or None, got {type(notice).__name__}")
-    return {"model": zh["model"], "notice": notice}
+    for key in ("notice", "title"):
+        if zh.get(key) is not None and not isinstance(zh[key], str):
+            raise InvalidType(f"explorer payload 'zh' {key} must be a string or None, got {type(zh[key]).__name__}")
+    clean = {"model": zh["model"], "notice": zh.get("notice")}
+    if zh.get("title") is not None:
+        clean["title"] = zh["title"]
+    return clean
 
 
 def _check_tab(tab, i: int) -> dict:

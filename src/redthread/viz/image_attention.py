@@ -25,7 +25,7 @@ from redthread.data.captions import EOS, Vocabulary, load_caption_data, load_tes
 from redthread.data.images import load_digits, prepare_image
 from redthread.errors import InvalidValue
 from redthread.generate.captions import caption
-from redthread.lang import layer_head, say
+from redthread.lang import language, layer_head, resolve, say, sides
 from redthread.models.captioner import Captioner
 from redthread.models.vit import ViT
 from redthread.viz.explorer import payload_tab
@@ -42,18 +42,24 @@ def image_attention(ckpt, image: torch.Tensor, title: str, notice: str | None = 
                     layer: int | None = None, head: int | None = None) -> ImageAttention:
     """The explorer payload of one image (1, C, H, W) through a ViT run (its patches) or a captioner run (its
     greedy caption's words over the patches). Given `figure`, the same attention is drawn on the image there
-    first (`vit_overlays`, `caption_overlays`), so a bad `layer` or `head` fails before anything is returned."""
+    first (`vit_overlays`, `caption_overlays`), so a bad `layer` or `head` fails before anything is returned.
+    `title` and `notice` may hold both languages (made under `both_languages()`): the page carries each in both,
+    its language switch picks one; the figure is in the language chosen."""
+    (title_en, title_zh), (notice_en, notice_zh), shown = sides(title), sides(notice), resolve(title, language())
     if not isinstance(ckpt.model, Captioner):
-        payload = vit_payload(ckpt.model, image, title, notice)
+        payload = vit_payload(ckpt.model, image, title_en, notice_en)
         if figure is not None:
-            vit_overlays(ckpt.model, image, figure, layer, head, title)
-        return ImageAttention(payload, None)
-    vocab = caption_vocab(ckpt)
-    ids, maps = caption_attention(ckpt.model, image)  # the greedy caption and its maps, for the page and the figure
-    payload = caption_payload(ckpt.model, image, ids, maps, vocab, title, notice)
-    if figure is not None:
-        caption_overlays(image, ids, maps, vocab, figure, layer, head, title)
-    return ImageAttention(payload, " ".join(vocab.decode(ids)))
+            vit_overlays(ckpt.model, image, figure, layer, head, shown)
+        caption = None
+    else:
+        vocab = caption_vocab(ckpt)
+        ids, maps = caption_attention(ckpt.model, image)  # the greedy caption and its maps, for the page and the figure
+        payload = caption_payload(ckpt.model, image, ids, maps, vocab, title_en, notice_en)
+        if figure is not None:
+            caption_overlays(image, ids, maps, vocab, figure, layer, head, shown)
+        caption = " ".join(vocab.decode(ids))
+    payload["zh"].update(title=title_zh, notice=notice_zh)
+    return ImageAttention(payload, caption)
 
 
 def test_image(ckpt, index: int) -> tuple[torch.Tensor, str]:
@@ -171,7 +177,7 @@ def test_scene(ckpt, index: int):
         raise InvalidValue(f"index {index} is out of range: the test split has {len(s)} scenes (0-{len(s) - 1})")
     words = vocab.decode(s.tokens[index].tolist())
     return s.images[index : index + 1], words, say(f"test scene {index} of {task} (reference: {' '.join(words)})",
-                                                   f"{task} 的测试场景 {index}（参考描述：'{' '.join(words)}'）")
+                                                   f"{task} 的测试场景 {index}（参考描述：“{' '.join(words)}”）")
 
 
 @torch.no_grad()

@@ -29,7 +29,7 @@ from torch import nn
 
 from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
-from redthread.lang import RUNGS_ZH, say
+from redthread.lang import RUNGS_ZH, both_languages, say
 from redthread.models.base import model_device
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
@@ -395,7 +395,8 @@ class ImageInspector:
     def image_payload(self, index: int) -> dict:
         from redthread.viz.image_attention import image_attention, test_image
 
-        image, title = test_image(self.ckpt, index)
+        with both_languages():  # the page switches language: its title in both
+            image, title = test_image(self.ckpt, index)
         return image_attention(self.ckpt, image, title).payload
 
     def upload_payload(self, data: bytes, name: str) -> dict:
@@ -409,9 +410,13 @@ class ImageInspector:
 
         cfg = self.ckpt.model.cfg
         pixels = read_image_bytes(data, name, fit=cfg.image_size)  # (C, H, W); refuses a decompression bomb
-        image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
+        with both_languages():  # the page switches language: its notices and a file with no name in both
+            image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
+            name = name or say("your image", "你的图像")
         with Image.open(io.BytesIO(data)) as img:  # read once already: the header is sound
             width, height = img.size
         if (height, width) != tuple(pixels.shape[1:]):
-            notices.append(f"resized the image from {height}x{width} to {cfg.image_size}x{cfg.image_size} pixels")
+            with both_languages():
+                notices.append(say(f"resized the image from {height}x{width} to {cfg.image_size}x{cfg.image_size} pixels",
+                                   f"图像从 {height}x{width} 像素缩放为 {cfg.image_size}x{cfg.image_size} 像素"))
         return image_attention(self.ckpt, image, name, "; ".join(notices) or None).payload

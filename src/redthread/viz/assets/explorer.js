@@ -613,7 +613,7 @@ function render(el, payload, options = {}) {
   state.neuron = was && was.kind === tab().kind ? was.neuron : neuronStart();  // drawNeuronView clamps it
 
   const own = options.lang === "zh" && P.zh ? P.zh : P;  // the model's description and the notice, in Chinese too
-  $("title").textContent = P.title;
+  $("title").textContent = own.title || P.title;  // an image's title has its Chinese; a text's title is the text
   $("title").setAttribute("translate", "no");  // the user's text: never translated by the browser
   svg.setAttribute("translate", "no");  // the tokens
   $("model").textContent = own.model;
