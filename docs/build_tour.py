@@ -38,7 +38,7 @@ from traitlets.config import Config
 from redthread.lang import LANGUAGES, has_pairs, resolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tour_kernel import ZH_PNG  # noqa: E402
+from tour_kernel import ZH_PNG, ZH_TEXTS  # noqa: E402
 
 sys.path.pop(0)
 
@@ -146,9 +146,10 @@ def in_language(output: nbformat.NotebookNode, lang: str) -> None:
     if "text" in output:
         output.text = resolve(output.text, lang)
     data = output.get("data", {})
-    chinese_png = data.pop(ZH_PNG, None)
+    chinese_png, chinese_texts = data.pop(ZH_PNG, None), data.pop(ZH_TEXTS, None)
     if lang == "zh" and chinese_png is not None:
         data["image/png"] = chinese_png
+        output.setdefault("metadata", {})["redthread"] = {"figure_texts": chinese_texts or []}  # for the checks
     for mime, value in data.items():
         if isinstance(value, str):
             data[mime] = resolve(value, lang)

@@ -15,6 +15,7 @@ import warnings
 from functools import partial
 
 ZH_PNG = "image/x-redthread-zh-png"  # the Chinese drawing of a figure, beside its English image/png
+ZH_TEXTS = "application/x-redthread-zh-texts"  # the texts of that drawing, for the checks of the Chinese pages
 
 
 def _resolved(format_ticks, lang: str, values) -> list[str]:
@@ -60,6 +61,8 @@ def draw(fig, lang: str, **kwargs) -> str:
             cjk_figure(fig)  # its Chinese words take a CJK font
         data = print_figure(fig, "png", base64=True, **{"bbox_inches": "tight", **kwargs})
         left = [t.get_text() for t in fig.findobj(Text) if has_pairs(t.get_text())]
+        if lang == "zh":
+            fig._redthread_zh_texts = [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     finally:
         for step in reversed(undo):
             step()
@@ -78,11 +81,18 @@ def _formatters(shell) -> None:
         format_type = Unicode(ZH_PNG)
         print_method = Unicode("_repr_zh_png_")
 
+    class ChineseTexts(BaseFormatter):  # runs after ChinesePNG, which leaves the texts it drew on the figure
+        format_type = Unicode(ZH_TEXTS)
+        print_method = Unicode("_repr_zh_texts_")
+        _return_type = (list,)
+
     formatters = shell.display_formatter.formatters
     if ZH_PNG not in formatters:
         formatters[ZH_PNG] = ChinesePNG(parent=shell.display_formatter)
+        formatters[ZH_TEXTS] = ChineseTexts(parent=shell.display_formatter)
     formatters["image/png"].for_type(Figure, partial(draw, lang="en"))
     formatters[ZH_PNG].for_type(Figure, partial(draw, lang="zh"))
+    formatters[ZH_TEXTS].for_type(Figure, lambda fig: getattr(fig, "_redthread_zh_texts", None))
 
 
 def install() -> None:

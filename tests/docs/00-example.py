@@ -30,12 +30,13 @@ import redthread as rt
 
 torch.manual_seed(0)
 y = 2.0 + torch.randn(200)
-print(round(y.mean().item(), 3))
+print(rt.say("mean:", "均值："), round(y.mean().item(), 3))  # the maximum-likelihood estimate ‖ 最大似然估计
 print(rt.__version__)
 
 # %%
 plt.figure(figsize=(3, 2))
 plt.hist(y.numpy(), bins=20)
+plt.title(rt.say("a sample of 200", "200 个样本"))
 plt.show()
 
 # %% [markdown] lang="en"

@@ -69,7 +69,9 @@ def test_one_run_writes_each_notebook_in_its_own_language(tmp_path):
     assert zh[0].text == "模型    |  注意力|\n"  # a CJK character counts two columns
     png = {lang: [o.data["image/png"] for o in outs if "image/png" in o.get("data", {})] for lang, outs in (("en", en), ("zh", zh))}
     assert len(png["en"]) == len(png["zh"]) == 1 and png["en"] != png["zh"]
-    assert all(build_tour.ZH_PNG not in o.get("data", {}) for o in [*en, *zh])
+    assert all(build_tour.ZH_PNG not in o.get("data", {}) and build_tour.ZH_TEXTS not in o.get("data", {}) for o in [*en, *zh])
+    [drawn] = [o.metadata["redthread"]["figure_texts"] for o in zh if "image/png" in o.get("data", {})]
+    assert {"损失", "训练", "甲", "乙"} <= set(drawn) and not {"loss", "train", "a", "b"} & set(drawn)
 
 
 def test_a_pair_that_cannot_be_split_is_refused(tmp_path):

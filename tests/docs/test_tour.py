@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from tests.docs.conftest import CHAPTERS, DOCS, EXAMPLE
+from tests.latin_prose import latin_prose
 
 HEADER = """# ---
 # jupyter:
@@ -111,9 +112,49 @@ def test_chapter_executes_once_into_both_languages(chapter, executed_tour):
     en, zh = (nbformat.read(paths[lang], as_version=4) for lang in ("en", "zh"))
     langs = {lang: {c.metadata.get("lang") for c in nb.cells if c.cell_type == "markdown"} for lang, nb in (("en", en), ("zh", zh))}
     assert langs == {"en": {"en"}, "zh": {"zh"}}
-    code = [[(c.source, c.outputs) for c in nb.cells if c.cell_type == "code"] for nb in (en, zh)]
-    assert code[0] == code[1], "both languages show the same code and outputs"
-    outputs = [o for _, outs in code[0] for o in outs]
+    code = [[c for c in nb.cells if c.cell_type == "code"] for nb in (en, zh)]
+    assert [strip_comments(c.source) for c in code[0]] == [strip_comments(c.source) for c in code[1]], "the same code"
+    # one run, two languages: the same outputs, each in its language, with the same numbers
+    assert [[o.output_type for o in c.outputs] for c in code[0]] == [[o.output_type for o in c.outputs] for c in code[1]]
+    for e, z in zip(code[0], code[1]):
+        assert sorted(NUMBER.findall(shown_text(e))) == sorted(NUMBER.findall(shown_text(z))), e.source[:200]
+    outputs = [o for c in code[0] for o in c.outputs]
     assert outputs, "the chapter printed or drew nothing"
     assert not [o for o in outputs if o.output_type == "error"]
     assert en.metadata["redthread"]["source_sha256"] == zh.metadata["redthread"]["source_sha256"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
+def test_the_chinese_chapter_shows_no_english_prose(chapter, executed_tour):
+    """The Chinese notebook: its code comments, printed lines, pages and every figure's texts (as drawn, from the
+    kernel's Chinese drawing) hold no English prose (tests/latin_prose.py: names, notation and quoted data aside)."""
+    zh = nbformat.read(executed_tour.notebooks(chapter)["zh"], as_version=4)
+    found = {}
+    for i, cell in enumerate(c for c in zh.cells if c.cell_type == "code"):
+        comments = [line.split("#", 1)[1] for line in cell.source.splitlines() if "#" in line and not line.lstrip().startswith("%")]
+        figures = [t for o in cell.outputs if "image/png" in o.get("data", {}) for t in o.metadata["redthread"]["figure_texts"]]
+        for text in [*comments, shown_text(cell), *figures]:
+            if hits := latin_prose(text):
+                found.setdefault(f"code cell {i}", []).extend(hits)
+    assert found == {}
+
+
+NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def strip_comments(source: str) -> str:
+    return re.sub(r"[ \t]*#[^\n]*", "", source)
+
+
+def shown_text(cell) -> str:
+    """What a code cell's outputs show as text: printed lines, plain results, and pages without their scripts."""
+    out = []
+    for o in cell.outputs:
+        out.append(o.get("text", ""))
+        data = o.get("data", {})
+        if "text/html" in data:
+            html = re.sub(r"<(script|style)\b.*?</\1>", " ", data["text/html"], flags=re.S)
+            out.append(re.sub(r"<[^>]+>", " ", html))
+        elif "text/plain" in data and "image/png" not in data:
+            out.append(data["text/plain"])
+    return "\n".join(out)
