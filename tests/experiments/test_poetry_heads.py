@@ -1,4 +1,6 @@
+import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -221,3 +223,19 @@ def test_poetry_heads_quick_report(quick_report):
     assert "**Conclusion.**" in md and "**结论。**" in md
     for name in ("head_masses", "maps"):
         assert (folder / f"{name}.png").exists()
+
+
+def test_the_chinese_example_map_is_drawn_only_for_a_full_run(tmp_path):
+    from redthread.errors import RedthreadError
+    from redthread.experiments.poetry_heads import maps_zh
+
+    (tmp_path / "report.json").write_text(json.dumps({"quick": True, "numbers": {}}))
+    with pytest.raises(RedthreadError, match="holds a --quick run"):
+        maps_zh(tmp_path)
+
+
+def test_the_committed_run_has_its_example_map_in_chinese():
+    """docs/experiments/poetry-heads/maps.zh.png: maps.png drawn again in Chinese (`maps_zh`, which checks that the model
+    trained again is the run's); the site serves it as the Chinese page's maps.png (mkdocs-static-i18n's suffix)."""
+    folder = Path(__file__).resolve().parents[2] / "docs" / "experiments" / "poetry-heads"
+    assert (folder / "maps.zh.png").stat().st_size > 10_000 and (folder / "maps.png").is_file()

@@ -68,6 +68,7 @@ the first 1,200 poems) runs in about a minute, on tang300 where the full corpus 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +85,7 @@ from redthread.errors import InvalidValue, RedthreadError
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import EDGE, FAILS, HOLDS, INCONCLUSIVE, NOT_REPLICATED, SMOKE, run_seeds
-from redthread.lang import layer_head, say
+from redthread.lang import cjk_figure, layer_head, say, speaking
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -643,3 +644,46 @@ def conclude(report: Report) -> None:
             f"{VERDICT_ZH.get(verdict, verdict)}（{zh}）。只有在两个种子组里，在留出的诗上选出的头都既高于均匀分布、又高于"
             "在依存关系被打乱的文本上训练的同一模型时，一个部分才算成立。")
     report.sections.insert(0, text)
+
+
+# ---- the example map in Chinese, for a run already made -------------------------------------------------------
+
+def maps_zh(folder: Path) -> Path:
+    """Draw a full run's example map (maps.png: the first seed's chosen heads over one poem) again in Chinese beside it,
+    maps.zh.png. The report does not keep the first seed's model, so it is trained again (one model, a few minutes of one
+    thread): training is deterministic on the CPU, so it is the run's own model, checked against the report's tables
+    (its chosen heads, readings and masses, and its validation NLL) before anything is drawn."""
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    if report.get("quick"):
+        raise RedthreadError(f"{folder} holds a --quick run: its figures are a smoke test's")
+    numbers = report["numbers"]
+    seed, tables = numbers["seeds"][0], list(numbers["tables"].values())
+    recorded = {row[1]: row for row in tables[0]["rows"] if row[0] == seed}  # role -> its row for this seed
+    recorded_nll = next(row[3] for row in tables[1]["rows"] if row[0] == seed)
+    poems, _, _ = load_poems(False)
+    tokenizer = CharTokenizer("".join(sorted({c for p in poems for c in p.text} | set(SEPARATOR))))
+    train_poems, select_poems, eval_poems = split_poems(poems, seed, HELD_OUT["full"])
+    T = MODEL["block_size"]
+    select, evaluation = poem_windows(select_poems, tokenizer, T), poem_windows(eval_poems, tokenizer, T)
+    model, data, _ = train_model(stream(train_poems, tokenizer)[0], stream(eval_poems, tokenizer)[0],
+                                 tokenizer.vocab_size, ARMS["real"], seed, numbers["budget"]["steps"])
+    maps = lambda x: attention_maps(model, x)  # noqa: E731
+    roles = role_values(head_scores(maps, select), head_scores(maps, evaluation))
+    nll = evaluate(model, data, "val", 32, NLL_BATCHES)["nll"]
+    for m, label in (("parallel", "对仗"), ("rhyme", "rhyme")):
+        now = (f"{head_label(roles[m]['head'])} {roles[m]['reading']}", roles[m]["mass"])
+        if now[0] != recorded[label][2] or abs(now[1] - recorded[label][3]) > 1e-6 or abs(nll - recorded_nll) > 1e-6:
+            raise RedthreadError(f"seed {seed}'s model trained again is not the run's ({label}: {now[0]} {now[1]:.6f}, NLL "
+                                 f"{nll:.6f}; the report: {recorded[label][2]} {recorded[label][3]:.6f}, {recorded_nll:.6f})")
+    target = folder / "maps.zh.png"
+    with speaking("zh"):
+        fig = plot_example(example_maps(model, evaluation, roles), roles)
+        cjk_figure(fig).savefig(target, format="png", dpi=110)
+    plt.close(fig)
+    return target
+
+
+if __name__ == "__main__":  # python -m redthread.experiments.poetry_heads DIR: a full run's example map, in Chinese
+    import sys
+
+    print(maps_zh(Path(sys.argv[1])))
