@@ -21,7 +21,7 @@ ALLOWED = {  # names and notation that Chinese text keeps in Latin letters (lowe
     "unigram", "q", "k", "v", "x", "y", "w", "b", "z", "h", "t", "n", "d", "log", "exp", "max", "min", "argmax",
     "mnist", "cifar", "kv", "cache", "minilm", "bos", "eos", "pad", "unk", "vs",
 }
-QUOTED = re.compile(r"“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’|'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+QUOTED = re.compile(r"“[^”]*”|「[^」]*」|‘[^’\n]*’|'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
 NOT_WORDS = re.compile(r"\S*[_./=:()\[\]{}<>#@\\0-9]\S*|https?://\S+")  # identifiers, numbers, paths, links
 RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ \t]+[A-Za-z][A-Za-z'’-]*)+")
 

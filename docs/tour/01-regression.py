@@ -102,10 +102,11 @@ from sklearn.linear_model import LinearRegression as SklearnLinearRegression
 
 import redthread as rt
 from redthread.data.regression import RegressionData
+from redthread.lang import say
 from redthread.train.loop import train
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # tiny models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # tiny models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
 gen = torch.Generator().manual_seed(0)
 
 
@@ -117,7 +118,7 @@ def draw_line(n):
 
 
 X, y = draw_line(200)
-X_test, y_test = draw_line(2000)  # held out: never used for fitting
+X_test, y_test = draw_line(2000)  # held out: never used for fitting ‖ 留出数据：从不用来拟合
 print(X.shape, y.shape)
 
 # %% [markdown] lang="en"
@@ -137,12 +138,12 @@ print(X.shape, y.shape)
 ols = rt.LinearRegression().fit(X, y)
 sk = SklearnLinearRegression().fit(X.numpy(), y.numpy())
 A = torch.cat([X.double(), torch.ones(len(X), 1, dtype=torch.float64)], 1)  # (n, 2): [x, 1]
-theta = torch.linalg.solve(A.T @ A, A.T @ y.double())  # normal equations
+theta = torch.linalg.solve(A.T @ A, A.T @ y.double())  # normal equations ‖ 正规方程
 
 print(f"{'':18}{'w':>10}{'b':>10}")
 print(f"{'redthread':18}{ols.coef_[0].item():10.4f}{ols.intercept_:10.4f}")
 print(f"{'scikit-learn':18}{sk.coef_[0]:10.4f}{sk.intercept_:10.4f}")
-print(f"{'normal equations':18}{theta[0].item():10.4f}{theta[1].item():10.4f}")
+print(f"{say('normal equations', '正规方程'):18}{theta[0].item():10.4f}{theta[1].item():10.4f}")
 print("noise_var_ (RSS/n)       ", round(ols.noise_var_, 4))
 print("noise_var_unbiased_ (n-2)", round(ols.noise_var_unbiased_, 4))
 
@@ -186,34 +187,39 @@ print("noise_var_unbiased_ (n-2)", round(ols.noise_var_unbiased_, 4))
 ws = torch.linspace(1.0, 2.0, 2001, dtype=torch.float64)
 x64, y64 = X[:, 0].double(), y.double()
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-print("variance  argmin of the NLL over w")
+print(f"{say('variance', '方差'):>8}  {say('argmin of the NLL over w', '使 NLL 最小的 w')}")
 for var in (0.1, ols.noise_var_, 1.0):
-    nll = torch.stack([rt.gaussian_nll(w * x64 + ols.intercept_, y64, var) for w in ws])  # mean NLL per w
+    nll = torch.stack([rt.gaussian_nll(w * x64 + ols.intercept_, y64, var) for w in ws])  # mean NLL per w ‖ 每个 w 的平均 NLL
     w_best = ws[nll.argmin()].item()
     print(f"{var:8.4f}  {w_best:.4f}")
     ax1.plot(ws, nll, label=f"$\\sigma^2$ = {var:.3g}")
     ax1.plot(w_best, nll.min(), "ko", ms=4)
-ax1.axvline(ols.coef_[0], color="grey", ls="--", lw=1, label="least squares $\\hat w$")
-ax1.set(xlabel="slope w", ylabel="mean NLL (nats)", ylim=(0.5, 4), title="NLL against w: one minimiser")
+ax1.axvline(ols.coef_[0], color="grey", ls="--", lw=1, label=say("least squares $\\hat w$", "最小二乘的 ŵ"))
+ax1.set(xlabel=say("slope w", "斜率 w"), ylabel=say("mean NLL (nats)", "平均 NLL（奈特）"), ylim=(0.5, 4),
+        title=say("NLL against w: one minimiser", "NLL 随 w 变化：最低点是同一个"))
 ax1.legend(fontsize=8)
 
 variances = torch.linspace(0.05, 1.0, 2000, dtype=torch.float64)
 mean_fit = ols.predict(X)
 nll_var = torch.stack([rt.gaussian_nll(mean_fit, y64, v) for v in variances])
-print("argmin over sigma^2:", round(variances[nll_var.argmin()].item(), 4), " RSS/n:", round(ols.noise_var_, 4))
+print(say("argmin over sigma^2:", "使 NLL 最小的 sigma^2："), round(variances[nll_var.argmin()].item(), 4),
+      say(" RSS/n:", " RSS/n："), round(ols.noise_var_, 4))
 ax2.plot(variances, nll_var)
 ax2.axvline(ols.noise_var_, color="grey", ls="--", lw=1, label="RSS / n")
-ax2.set(xlabel="noise variance $\\sigma^2$", ylabel="mean NLL (nats)", title="NLL against $\\sigma^2$ at $\\hat w, \\hat b$")
+ax2.set(xlabel=say("noise variance $\\sigma^2$", "噪声方差 σ²"), ylabel=say("mean NLL (nats)", "平均 NLL（奈特）"),
+        title=say("NLL against $\\sigma^2$ at $\\hat w, \\hat b$", "NLL 随 σ² 的变化（w、b 取拟合值）"))
 ax2.legend(fontsize=8)
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %%
-gd = rt.fit_gd(rt.LinearRegression(), X, y, max_iters=500, lr=0.05)  # the training loop, Gaussian NLL
+gd = rt.fit_gd(rt.LinearRegression(), X, y, max_iters=500, lr=0.05)  # the training loop, Gaussian NLL ‖ 训练循环，高斯 NLL
 print(f"{'':22}{'w':>10}{'b':>10}{'sigma^2':>10}")
-print(f"{'closed form':22}{ols.coef_[0].item():10.4f}{ols.intercept_:10.4f}{ols.noise_var_:10.4f}")
-print(f"{'gradient descent (NLL)':22}{gd.coef_[0].item():10.4f}{gd.intercept_:10.4f}{gd.noise_var_:10.4f}")
-print("largest gap:", f"{max(abs(gd.coef_[0] - ols.coef_[0]).item(), abs(gd.intercept_ - ols.intercept_)):.1e}")
+print(f"{say('closed form', '闭式解'):22}{ols.coef_[0].item():10.4f}{ols.intercept_:10.4f}{ols.noise_var_:10.4f}")
+print(f"{say('gradient descent (NLL)', '梯度下降（NLL）'):22}"
+      f"{gd.coef_[0].item():10.4f}{gd.intercept_:10.4f}{gd.noise_var_:10.4f}")
+print(say("largest gap:", "最大差距："),
+      f"{max(abs(gd.coef_[0] - ols.coef_[0]).item(), abs(gd.intercept_ - ols.intercept_)):.1e}")
 
 # %% [markdown] lang="en"
 # Each curve's minimum lands on the least-squares slope (to the grid's step of 0.0005), the $\sigma^2$ curve on
@@ -242,21 +248,21 @@ print("largest gap:", f"{max(abs(gd.coef_[0] - ols.coef_[0]).item(), abs(gd.inte
 # 同时给出每个留出点的平均 NLL 和 $R^2$（均值能解释的 $y$ 的方差比例）。
 
 # %%
-pred = ols.distribution(X_test)  # Normal, batch shape (2000,)
+pred = ols.distribution(X_test)  # Normal, batch shape (2000,) ‖ 正态分布（Normal），批形状 (2000,)
 lo, hi = pred.icdf(torch.tensor(0.025)), pred.icdf(torch.tensor(0.975))
 inside = ((y_test >= lo) & (y_test <= hi)).double().mean().item()
-print("share of held-out points inside the 95% interval:", round(inside, 4))
-print("held-out mean NLL (nats):", round(ols.nll(X_test, y_test), 4))
-print("held-out R^2:", round(ols.score(X_test, y_test), 4))
+print(say("share of held-out points inside the 95% interval:", "留出点落在 95% 区间内的比例："), round(inside, 4))
+print(say("held-out mean NLL (nats):", "留出点的平均 NLL（奈特）："), round(ols.nll(X_test, y_test), 4))
+print(say("held-out R^2:", "留出点上的 R^2："), round(ols.score(X_test, y_test), 4))
 
 grid = torch.linspace(-2, 2, 200)[:, None]
 band = ols.distribution(grid)
 fig, ax = plt.subplots(figsize=(6, 3.6))
-ax.scatter(X[:, 0], y, s=8, alpha=0.6, label="training data")
-ax.plot(grid[:, 0], 1.5 * grid[:, 0] + 0.5, "k--", lw=1, label="true E[y|x]")
-ax.plot(grid[:, 0], band.mean, "C3", label="estimate of E[y|x]")
+ax.scatter(X[:, 0], y, s=8, alpha=0.6, label=say("training data", "训练数据"))
+ax.plot(grid[:, 0], 1.5 * grid[:, 0] + 0.5, "k--", lw=1, label=say("true E[y|x]", "真实的 E[y|x]"))
+ax.plot(grid[:, 0], band.mean, "C3", label=say("estimate of E[y|x]", "E[y|x] 的估计"))
 ax.fill_between(grid[:, 0], band.icdf(torch.tensor(0.025)), band.icdf(torch.tensor(0.975)), color="C3", alpha=0.15,
-                label="95% predictive interval")
+                label=say("95% predictive interval", "95% 预测区间"))
 ax.set(xlabel="x", ylabel="y", title="p(y | x) = N(w x + b, $\\sigma^2$)")
 ax.legend(fontsize=8)
 plt.show()
@@ -317,7 +323,7 @@ def draw_sine(n):
 
 Xs, ys = draw_sine(600)
 Xs_val, ys_val = draw_sine(400)
-data = RegressionData(Xs, ys, Xs_val, ys_val)  # a data source for the training loop
+data = RegressionData(Xs, ys, Xs_val, ys_val)  # a data source for the training loop ‖ 给训练循环的数据源
 grid = torch.linspace(-3, 3, 300)[:, None]
 true_mean, true_sd = torch.sin(2 * grid[:, 0]), 0.1 + 0.15 * grid[:, 0].abs()
 
@@ -325,19 +331,20 @@ true_mean, true_sd = torch.sin(2 * grid[:, 0]), 0.1 + 0.15 * grid[:, 0].abs()
 def fit(model, steps, lr, batch_size=128):
     cfg = rt.TrainConfig(max_iters=steps, batch_size=batch_size, lr=lr, min_lr=lr / 10, warmup_iters=steps // 20,
                          weight_decay=0.0, eval_interval=steps, eval_batches=1, log_interval=steps, seed=0, device="cpu")
-    train(model, data, cfg, progress=False)  # minimises model.objective: the Gaussian NLL
+    train(model, data, cfg, progress=False)  # minimises model.objective: the Gaussian NLL ‖ 最小化 model.objective：高斯 NLL
     return model.eval()
 
 
 torch.manual_seed(0)
 models = {
-    "linear": rt.LinearRegression().fit(Xs, ys),
-    "MLP, one sigma": fit(rt.MLPRegressor(1, d_hidden=32, n_layer=2), 1500, 1e-2),
-    "MLP, sigma(x)": fit(rt.MLPRegressor(1, d_hidden=32, n_layer=2, heteroscedastic=True), 1500, 1e-2),
+    say("linear", "线性"): rt.LinearRegression().fit(Xs, ys),
+    say("MLP, one sigma", "MLP，一个 sigma"): fit(rt.MLPRegressor(1, d_hidden=32, n_layer=2), 1500, 1e-2),
+    say("MLP, sigma(x)", "MLP，sigma(x)"):
+        fit(rt.MLPRegressor(1, d_hidden=32, n_layer=2, heteroscedastic=True), 1500, 1e-2),
     "Nadaraya-Watson": fit(rt.NadarayaWatson().fit_memory(Xs, ys), 300, 0.05),
 }
 curves = {}
-print(f"{'model':18}{'val NLL':>9}{'RMSE vs sin 2x':>16}")
+print(f"{say('model', '模型'):18}{say('val NLL', '验证 NLL'):>9}{say('RMSE vs sin 2x', 'RMSE 对 sin 2x'):>16}")
 for name, m in models.items():
     with torch.no_grad():
         d = m.distribution(grid)
@@ -345,21 +352,22 @@ for name, m in models.items():
     curves[name] = (d.mean.float(), d.stddev.float())
     rmse = ((d.mean.float() - true_mean) ** 2).mean().sqrt().item()
     print(f"{name:18}{val_nll:9.3f}{rmse:16.3f}")
-print("learned kernel width h:", round(models["Nadaraya-Watson"].bandwidth, 3))
+print(say("learned kernel width h:", "学到的核宽度 h："), round(models["Nadaraya-Watson"].bandwidth, 3))
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), sharey=True)
 for ax, (name, (mean, sd)) in zip(axes, curves.items()):
     ax.scatter(Xs[:, 0], ys, s=4, alpha=0.35, color="grey")
-    ax.plot(grid[:, 0], true_mean, "k--", lw=1, label="true E[y|x]")
+    ax.plot(grid[:, 0], true_mean, "k--", lw=1, label=say("true E[y|x]", "真实的 E[y|x]"))
     ax.fill_between(grid[:, 0], true_mean - 2 * true_sd, true_mean + 2 * true_sd, color="k", alpha=0.07,
-                    label="true ±2 sd")
-    ax.plot(grid[:, 0], mean, "C3", label="estimate")
-    ax.fill_between(grid[:, 0], mean - 2 * sd, mean + 2 * sd, color="C3", alpha=0.2, label="predicted ±2 sd")
+                    label=say("true ±2 sd", "真实的 ±2 倍标准差"))
+    ax.plot(grid[:, 0], mean, "C3", label=say("estimate", "估计"))
+    ax.fill_between(grid[:, 0], mean - 2 * sd, mean + 2 * sd, color="C3", alpha=0.2,
+                    label=say("predicted ±2 sd", "预测的 ±2 倍标准差"))
     ax.set(title=name, xlabel="x", ylim=(-3, 3))
 axes[0].set_ylabel("y")
 axes[0].legend(fontsize=7, loc="lower left")
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"

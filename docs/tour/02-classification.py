@@ -94,17 +94,18 @@ import torch.nn.functional as F
 
 import redthread as rt
 from redthread.data.images import load_digits
+from redthread.lang import say
 from redthread.train.loop import train
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # tiny models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # tiny models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
 
 digits = load_digits()
-data = digits.flattened()  # pixel vectors (N, 64) and labels (N,)
+data = digits.flattened()  # pixel vectors (N, 64) and labels (N,) ‖ 像素向量 (N, 64) 和标签 (N,)
 X_train, y_train = data.split("train")
-X_test, y_test = data.split("val")  # the loop's "val" split is the test images
-print("train", tuple(X_train.shape), " test", tuple(X_test.shape))
-print("images per class (train):", y_train.bincount().tolist())
+X_test, y_test = data.split("val")  # the loop's "val" split is the test images ‖ 训练循环的 "val" 部分就是测试图片
+print(say("train", "训练集"), tuple(X_train.shape), say(" test", " 测试集"), tuple(X_test.shape))
+print(say("images per class (train):", "每类图片数（训练集）："), y_train.bincount().tolist())
 
 fig, axes = plt.subplots(1, 10, figsize=(10, 1.4))
 for k, ax in enumerate(axes):
@@ -136,7 +137,7 @@ print("F.cross_entropy        ", round(F.cross_entropy(z, y).item(), 6))
 print("-log softmax(z)[y]     ", round(-z.log_softmax(-1).gather(1, y[:, None]).mean().item(), 6))
 print("model.nll              ", round(model.nll(x, y).item(), 6))
 print("-distribution.log_prob ", round(-model.distribution(x).log_prob(y).mean().item(), 6))
-print("log K (uniform guess)  ", round(torch.log(torch.tensor(10.0)).item(), 6))
+print(f"{say('log K (uniform guess)', 'log K（均匀瞎猜）'):23}", round(torch.log(torch.tensor(10.0)).item(), 6))
 
 z = z.detach().requires_grad_()
 F.cross_entropy(z, y, reduction="sum").backward()
@@ -165,16 +166,17 @@ print("max |grad - (p - onehot)|:", f"{(z.grad - expected).abs().max().item():.1
 def fit(model, lr, steps=1000):
     cfg = rt.TrainConfig(max_iters=steps, batch_size=64, lr=lr, min_lr=lr / 20, warmup_iters=steps // 10,
                          weight_decay=0.0, eval_interval=steps, eval_batches=1, log_interval=steps, seed=0, device="cpu")
-    train(model, data, cfg, progress=False)  # minimises model.objective: the cross-entropy
+    train(model, data, cfg, progress=False)  # minimises model.objective: the cross-entropy ‖ 最小化 model.objective：交叉熵
     return model.eval()
 
 
 torch.manual_seed(0)
 classifiers = {
-    "softmax regression": fit(rt.SoftmaxRegression(64, 10), lr=3e-2),
+    say("softmax regression", "softmax 回归"): fit(rt.SoftmaxRegression(64, 10), lr=3e-2),
     "MLP": fit(rt.MLPClassifier(64, 10, d_hidden=128, n_layer=2), lr=3e-3),
 }
-print(f"{'model':20}{'params':>8}{'test acc':>10}{'test NLL':>10}{'train NLL':>10}")
+print(f"{say('model', '模型'):20}{say('params', '参数量'):>8}{say('test acc', '准确率'):>10}"
+      f"{say('test NLL', '测试 NLL'):>10}{say('train NLL', '训练 NLL'):>10}")
 for name, m in classifiers.items():
     with torch.no_grad():
         acc = (m.predict(X_test) == y_test).float().mean().item()
@@ -204,17 +206,19 @@ least_sure = probs.max(-1).values.argsort()[:4]
 fig, axes = plt.subplots(2, 4, figsize=(10, 4), gridspec_kw={"height_ratios": [1.2, 1]})
 for col, i in enumerate(least_sure.tolist()):
     axes[0, col].imshow(X_test[i].view(8, 8), cmap="gray_r")
-    axes[0, col].set_title(f"true {y_test[i].item()}, top {probs[i].argmax().item()}")
+    true, top = y_test[i].item(), probs[i].argmax().item()
+    axes[0, col].set_title(say(f"true {true}, top {top}", f"真实 {true}，预测 {top}"))
     axes[0, col].axis("off")
     axes[1, col].bar(range(10), probs[i], color=["C3" if k == y_test[i] else "C0" for k in range(10)])
-    axes[1, col].set(xticks=range(10), ylim=(0, 1), xlabel="class k")
+    axes[1, col].set(xticks=range(10), ylim=(0, 1), xlabel=say("class k", "类别 k"))
 axes[1, 0].set_ylabel("P(k | x)")
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 for i in least_sure.tolist():
     top2 = probs[i].topk(2)
-    print(f"test image {i:3}: true {y_test[i].item()}  top two {top2.indices.tolist()} "
-          f"with {[round(p, 3) for p in top2.values.tolist()]}")
+    true, two, chance = y_test[i].item(), top2.indices.tolist(), [round(p, 3) for p in top2.values.tolist()]
+    print(say(f"test image {i:3}: true {true}  top two {two} with {chance}",
+              f"测试图片 {i:3}：真实类别 {true}，最可能的两类 {two}，概率 {chance}"))
 
 # %% [markdown] lang="en"
 # Three of these four are misclassified, and in two of them the true class is the runner-up with more than
@@ -267,7 +271,7 @@ def ece_of(probs, labels, n_bins=10):
 
 gen = torch.Generator().manual_seed(0)
 reports = {}
-print(f"{'model':20}{'ECE':>8}{'floor, mean':>13}{'floor, 95%':>12}")
+print(f"{say('model', '模型'):20}{'ECE':>8}{say('floor, mean', '噪声底均值'):>13}{say('floor, 95%', '噪声底 95%'):>12}")
 for name, m in classifiers.items():
     cal = rt.calibration(m, data, "val", n_bins=10, batch_size=512)
     with torch.no_grad():
@@ -275,21 +279,22 @@ for name, m in classifiers.items():
     floor = torch.tensor([ece_of(p, torch.multinomial(p, 1, generator=gen)[:, 0]) for _ in range(200)])
     reports[name] = cal
     print(f"{name:20}{cal.ece:8.4f}{floor.mean().item():13.4f}{floor.quantile(0.95).item():12.4f}")
-    print("  images per confidence bin:", cal.counts)
+    print(say("  images per confidence bin:", "  各置信度区间的图片数："), cal.counts)
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
 for ax, (name, cal) in zip(axes, reports.items()):
     centers = [(b + 0.5) / 10 for b in range(10)]
     acc = [0.0 if c == 0 else a for a, c in zip(cal.accuracy, cal.counts)]
-    ax.bar(centers, acc, width=0.1, edgecolor="k", alpha=0.8, label="accuracy in bin")
-    ax.plot([0, 1], [0, 1], "r--", lw=1, label="calibrated")
+    ax.bar(centers, acc, width=0.1, edgecolor="k", alpha=0.8, label=say("accuracy in bin", "区间内的准确率"))
+    ax.plot([0, 1], [0, 1], "r--", lw=1, label=say("calibrated", "完美校准"))
     for cx, a, c in zip(centers, acc, cal.counts):
         if c:
             ax.text(cx, a + 0.02, str(c), ha="center", fontsize=7)
-    ax.set(title=f"{name} (ECE {cal.ece:.3f})", xlabel="confidence (top probability)", ylabel="accuracy",
+    ax.set(title=say(f"{name} (ECE {cal.ece:.3f})", f"{name}（ECE {cal.ece:.3f}）"),
+           xlabel=say("confidence (top probability)", "置信度（最大概率）"), ylabel=say("accuracy", "准确率"),
            xlim=(0, 1), ylim=(0, 1.1))
     ax.legend(fontsize=8, loc="upper left")
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"

@@ -106,24 +106,26 @@ import torch
 import redthread as rt
 from redthread.data import text_path
 from redthread.data.sequences import load_lines
+from redthread.lang import say
 from redthread.train.loop import train
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
 
-NAMES = text_path("names")  # shipped with redthread
+NAMES = text_path("names")  # shipped with redthread ‖ 随 redthread 一起安装
 if not NAMES.is_file():
-    raise FileNotFoundError(f"{NAMES} is missing: run this chapter from a clone of redthread")
+    raise FileNotFoundError(say(f"{NAMES} is missing: run this chapter from a clone of redthread",
+                                f"找不到 {NAMES}：请在 redthread 的克隆里运行本章"))
 data, tok = load_lines(NAMES)
 V = tok.vocab_size
-chars = tok.decode(list(range(V)))  # '.' then a-z
-print("symbols:", V, chars)
-print("names: train", data.n_sequences("train"), " val", data.n_sequences("val"))
+chars = tok.decode(list(range(V)))  # '.' then a-z ‖ 先是 '.'，再是 a-z
+print(say("symbols:", "符号："), V, chars)
+print(say("names: train", "名字：训练"), data.n_sequences("train"), say(" val", " 留出"), data.n_sequences("val"))
 names = {split: [tok.decode(s) for s in data.sequences(split)] for split in ("train", "val")}
-print("first training names:", names["train"][:6])
+print(say("first training names:", "前几个训练名字："), names["train"][:6])
 
-x, y = next(data.eval_batches("train", 10**6))  # every training name at once: (N, T) inputs and targets
-print("a name as inputs and targets:", tok.decode(x[0]), "->", tok.decode(y[0][y[0] >= 0]))
+x, y = next(data.eval_batches("train", 10**6))  # every training name at once: (N, T) inputs and targets ‖ 一次取出所有训练名字：(N, T) 的输入和目标
+print(say("a name as inputs and targets:", "一个名字的输入和目标："), tok.decode(x[0]), "->", tok.decode(y[0][y[0] >= 0]))
 
 # %% [markdown] lang="en"
 # ## Counting by hand, and by `NGramLM`
@@ -137,19 +139,22 @@ print("a name as inputs and targets:", tok.decode(x[0]), "->", tok.decode(y[0][y
 # 先用最朴素的 `index_put_` 把表本身数出来：每个训练名字里的每个（前一个，下一个）字符对计一次数。
 
 # %%
-scored = y >= 0  # padding targets are -1
+scored = y >= 0  # padding targets are -1 ‖ 填充位置的目标是 -1
 N = torch.zeros(V, V, dtype=torch.float64)
 N.index_put_((x[scored], y[scored]), torch.ones(int(scored.sum()), dtype=torch.float64), accumulate=True)
-print("pairs counted:", int(N.sum()))
-print("most common first letters:", [(chars[i], int(N[0, i])) for i in N[0].argsort(descending=True)[:5]])
-print("most common last letters: ", [(chars[i], int(N[i, 0])) for i in N[:, 0].argsort(descending=True)[:5]])
+print(say("pairs counted:", "数过的字符对："), int(N.sum()))
+print(say("most common first letters:", "最常见的开头字母："),
+      [(chars[i], int(N[0, i])) for i in N[0].argsort(descending=True)[:5]])
+print(say("most common last letters: ", "最常见的结尾字母："),
+      [(chars[i], int(N[i, 0])) for i in N[:, 0].argsort(descending=True)[:5]])
 
-P = N / N.sum(1, keepdim=True)  # the maximum-likelihood estimate, no smoothing
+P = N / N.sum(1, keepdim=True)  # the maximum-likelihood estimate, no smoothing ‖ 最大似然估计，不加平滑
 print("P(u | q) =", round(P[chars.index("q"), chars.index("u")].item(), 3))
 fig, ax = plt.subplots(figsize=(7.5, 7))
 im = ax.imshow(P, cmap="Blues")
 ax.set(xticks=range(V), yticks=range(V), xticklabels=list(chars), yticklabels=list(chars),
-       xlabel="next character b", ylabel="previous character a", title="P(next = b | previous = a), counted")
+       xlabel=say("next character b", "下一个字符 b"), ylabel=say("previous character a", "前一个字符 a"),
+       title=say("P(next = b | previous = a), counted", "P(下一个 = b | 前一个 = a)，数出来的"))
 fig.colorbar(im, ax=ax, shrink=0.8)
 plt.show()
 
@@ -181,14 +186,15 @@ def count_model(order, k=0.1):
 
 bigram = count_model(2, k=1.0)
 with torch.no_grad():
-    table = bigram(torch.arange(V)[None, :])[0].exp()  # row a: P(. | a), from the model's logits
+    table = bigram(torch.arange(V)[None, :])[0].exp()  # row a: P(. | a), from the model's logits ‖ a 那一行：P(. | a)，由模型的 logits 算出
 P1 = (N + 1) / (N + 1).sum(1, keepdim=True)
-print("max |NGramLM - hand count|:", f"{(table.double() - P1).abs().max().item():.1e}")
+print(say("max |NGramLM - hand count|:", "max |NGramLM - 亲手数的表|:"), f"{(table.double() - P1).abs().max().item():.1e}")
 
-print(f"{'model':28}{'val NLL':>9}{'perplexity':>12}")
-print(f"{'uniform over 27 symbols':28}{torch.log(torch.tensor(27.0)).item():9.4f}{27:12.2f}")
-for name, order in (("unigram counts (n = 1)", 1), ("bigram counts (n = 2)", 2)):
-    ev = rt.evaluate(count_model(order), data, "val", batch_size=1000)  # every held-out character once
+print(f"{say('model', '模型'):28}{say('val NLL', '留出 NLL'):>9}{say('perplexity', '困惑度'):>12}")
+print(f"{say('uniform over 27 symbols', '27 个符号上的均匀分布'):28}{torch.log(torch.tensor(27.0)).item():9.4f}{27:12.2f}")
+for name, order in ((say("unigram counts (n = 1)", "一元语法计数（n = 1）"), 1),
+                    (say("bigram counts (n = 2)", "二元语法计数（n = 2）"), 2)):
+    ev = rt.evaluate(count_model(order), data, "val", batch_size=1000)  # every held-out character once ‖ 每个留出字符各算一次
     print(f"{name:28}{ev['nll']:9.4f}{ev['ppl']:12.2f}")
 
 # %% [markdown] lang="en"
@@ -213,7 +219,7 @@ for name, order in (("unigram counts (n = 1)", 1), ("bigram counts (n = 2)", 2))
 # 要分出多少概率给它从没见过的字符。
 
 # %%
-print(f"{'k':>7}{'bigram val NLL':>16}{'4-gram val NLL':>16}")
+print(f"{'k':>7}{say('bigram val NLL', '二元语法 NLL'):>16}{say('4-gram val NLL', '4 元语法 NLL'):>16}")
 for k in (0.001, 0.01, 0.1, 1.0):
     nll2 = rt.evaluate(count_model(2, k), data, "val", batch_size=1000)["nll"]
     nll4 = rt.evaluate(count_model(4, k), data, "val", batch_size=1000)["nll"]
@@ -253,19 +259,21 @@ counted = count_model(2, k=0.1)
 with torch.no_grad():
     P_learned = learned(torch.arange(V)[None, :])[0].softmax(-1).double()  # (V, V)
     P_counted = counted(torch.arange(V)[None, :])[0].exp().double()
-kl_rows = (P_counted * (P_counted.log() - P_learned.log())).sum(1)  # KL(counted || learned) per context
+kl_rows = (P_counted * (P_counted.log() - P_learned.log())).sum(1)  # KL(counted || learned) per context ‖ 每个上下文的 KL(计数 || 学习)
 weights = N.sum(1) / N.sum()
-print("val NLL, counted :", round(rt.evaluate(counted, data, "val", batch_size=1000)["nll"], 4))
-print("val NLL, learned :", round(rt.evaluate(learned, data, "val", batch_size=1000)["nll"], 4))
-print("mean KL(counted || learned), weighted by context frequency:", round((weights * kl_rows).sum().item(), 4))
+print(say("val NLL, counted :", "留出 NLL，计数："), round(rt.evaluate(counted, data, "val", batch_size=1000)["nll"], 4))
+print(say("val NLL, learned :", "留出 NLL，学习："), round(rt.evaluate(learned, data, "val", batch_size=1000)["nll"], 4))
+print(say("mean KL(counted || learned), weighted by context frequency:", "按上下文频率加权的平均 KL(计数 || 学习)："),
+      round((weights * kl_rows).sum().item(), 4))
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 5))
-for ax, (title, table) in zip(axes, (("counted (add-0.1)", P_counted), ("learned by gradient descent", P_learned))):
+for ax, (title, table) in zip(axes, ((say("counted (add-0.1)", "数出来的（加 0.1 平滑）"), P_counted),
+                                     (say("learned by gradient descent", "梯度下降学出来的"), P_learned))):
     ax.imshow(table, cmap="Blues", vmin=0, vmax=1)
     ax.set(xticks=range(V), yticks=range(V), xticklabels=list(chars), yticklabels=list(chars), title=title,
-           xlabel="next", ylabel="previous")
+           xlabel=say("next", "下一个"), ylabel=say("previous", "前一个"))
     ax.tick_params(labelsize=7)
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"
@@ -291,9 +299,9 @@ plt.show()
 
 # %%
 def sample_names(model, n=12, seed=0):
-    start = torch.zeros(1, 1, dtype=torch.long)  # the boundary '.'
+    start = torch.zeros(1, 1, dtype=torch.long)  # the boundary '.' ‖ 边界符 '.'
     out = rt.generate(model, start, max_new_tokens=data.block_size, num_samples=n, seed=seed)[:, 1:]
-    return [tok.decode(row).split(".")[0] for row in out]  # cut each sample at its first boundary
+    return [tok.decode(row).split(".")[0] for row in out]  # cut each sample at its first boundary ‖ 每个样本在第一个边界符处截断
 
 
 print(sample_names(counted))
@@ -330,10 +338,11 @@ def ngrams(words, n):
     return grams
 
 
-print("training characters (with each name's end):", int(N.sum()))
+print(say("training characters (with each name's end):", "训练字符数（含每个名字的结尾）："), int(N.sum()))
 orders = [1, 2, 3, 4, 5]
 rows = []
-print(f"{'n':>2}{'train NLL':>11}{'val NLL':>9}{'parameters':>13}{'contexts seen':>20}{'unseen val n-grams':>20}")
+print(f"{'n':>2}{say('train NLL', '训练 NLL'):>11}{say('val NLL', '留出 NLL'):>9}{say('parameters', '参数量'):>13}"
+      f"{say('contexts seen', '见过的上下文'):>20}{say('unseen val n-grams', '留出中未见的 n 元组'):>20}")
 for n in orders:
     model = count_model(n, k=0.1)
     train_nll = rt.evaluate(model, data, "train", batch_size=4096)["nll"]
@@ -343,20 +352,24 @@ for n in orders:
     val_grams = ngrams(names["val"], n)
     unseen = sum(g not in train_grams for g in val_grams) / len(val_grams)
     rows.append((n, train_nll, val_nll, model.num_params(), unseen))
-    print(f"{n:2}{train_nll:11.4f}{val_nll:9.4f}{model.num_params():13,}{f'{seen:,} of {V ** (n - 1):,}':>20}{unseen:20.3f}")
-    del model  # the order-5 table holds 14 million float64 counts
+    seen_of = say(f"{seen:,} of {V ** (n - 1):,}", f"{seen:,} / {V ** (n - 1):,}")
+    print(f"{n:2}{train_nll:11.4f}{val_nll:9.4f}{model.num_params():13,}{seen_of:>20}{unseen:20.3f}")
+    del model  # the order-5 table holds 14 million float64 counts ‖ 5 阶的表存着 1400 万个 float64 计数
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-ax1.plot(orders, [r[1] for r in rows], "o-", label="train")
-ax1.plot(orders, [r[2] for r in rows], "o-", label="held out")
-ax1.set(xlabel="n (context = n - 1 characters)", ylabel="NLL (nats / character)", xticks=orders,
-        title="more context: train keeps falling, held-out stalls")
+ax1.plot(orders, [r[1] for r in rows], "o-", label=say("train", "训练"))
+ax1.plot(orders, [r[2] for r in rows], "o-", label=say("held out", "留出"))
+ax1.set(xlabel=say("n (context = n - 1 characters)", "n（上下文 = n - 1 个字符）"),
+        ylabel=say("NLL (nats / character)", "NLL（奈特/字符）"), xticks=orders,
+        title=say("more context: train keeps falling, held-out stalls",
+                  "上下文更长：训练 NLL 一直下降，留出 NLL 停滞"))
 ax1.legend()
-ax2.semilogy(orders, [r[3] for r in rows], "o-", color="C2", label="parameters of the table")
-ax2.axhline(int(N.sum()), color="k", ls="--", lw=1, label="training characters")
-ax2.set(xlabel="n", ylabel="count", xticks=orders, title="the table outgrows the data")
+ax2.semilogy(orders, [r[3] for r in rows], "o-", color="C2", label=say("parameters of the table", "表的参数量"))
+ax2.axhline(int(N.sum()), color="k", ls="--", lw=1, label=say("training characters", "训练字符数"))
+ax2.set(xlabel="n", ylabel=say("count", "个数"), xticks=orders,
+        title=say("the table outgrows the data", "表比数据还大"))
 ax2.legend(fontsize=8)
-fig.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"
@@ -399,22 +412,28 @@ plt.show()
 # %%
 from collections import Counter
 
-tang = text_path("tang").read_text(encoding="utf-8")  # a one-line error if setup has not built it
-after = Counter(b for a, b in zip(tang, tang[1:]) if a == "我")  # what follows 我, counted
+tang = text_path("tang").read_text(encoding="utf-8")  # a one-line error if setup has not built it ‖ 若 setup 还没构建它，报一行错误
+after = Counter(b for a, b in zip(tang, tang[1:]) if a == "我")  # what follows 我, counted ‖ 数一数“我”后面跟的字
 n = sum(after.values())
-print(f"Complete Tang Poems: 我 followed by a character {n:,} times")
+print(say(f"Complete Tang Poems: 我 followed by a character {n:,} times",
+          f"《全唐诗》：“我”后面跟着一个字，共 {n:,} 次"))
 for c in "爱恨":
     print(f"  count(我{c}) = {after[c]:>3}   P({c} | 我) = {after[c] / n:.5f}")
-print("  most frequent after 我:", "  ".join(f"{c} {k / n:.3f}" for c, k in after.most_common(8)))
+print(say("  most frequent after 我:", "  “我”后面最常见的字："),
+      "  ".join(f"{c} {k / n:.3f}" for c, k in after.most_common(8)))
 
 poems = text_path("tang300").read_text(encoding="utf-8")
-print(f"\n300 Tang poems: 我 {poems.count('我')} times, 我爱 {poems.count('我爱')}, 我恨 {poems.count('我恨')}; "
-      f"爱 {poems.count('爱')}, 恨 {poems.count('恨')}")
-print(f"{'rung':<22}{'P(爱 | 我)':>12}{'P(恨 | 我)':>12}   five most likely after 我")
+times = {s: poems.count(s) for s in ("我", "我爱", "我恨", "爱", "恨")}
+print("\n" + say(f"300 Tang poems: 我 {times['我']} times, 我爱 {times['我爱']}, 我恨 {times['我恨']}; "
+                 f"爱 {times['爱']}, 恨 {times['恨']}",
+                 f"300 首唐诗里：“我” {times['我']} 次，“我爱” {times['我爱']} 次，“我恨” {times['我恨']} 次；"
+                 f"“爱” {times['爱']} 次，“恨” {times['恨']} 次"))
+print(f"{say('rung', '级'):<22}{'P(爱 | 我)':>12}{'P(恨 | 我)':>12}"
+      + say("   five most likely after 我", "   “我”后面最可能的五个字"))
 for name in ["tang300-ngram", "tang300-mlp", "tang300-lstm", "tang300-gru", "tang300-transformer"]:
     model, tok300 = rt.pretrained(name)
     with torch.no_grad():
-        p = model(torch.tensor([tok300.encode("我")]))[0, -1].softmax(-1)  # (V,): P(next | 我)
+        p = model(torch.tensor([tok300.encode("我")]))[0, -1].softmax(-1)  # (V,): P(next | 我) ‖ (V,)：P(下一个 | 我)
     top = p.topk(5)
     shown = "  ".join(f"{tok300.decode([int(i)])!r} {float(q):.3f}" for q, i in zip(top.values, top.indices))
     love, hate = (float(p[tok300.encode(c)[0]]) for c in "爱恨")

@@ -86,12 +86,13 @@ import torch
 import redthread as rt
 from redthread.data import text_path
 from redthread.data.sequences import load_lines
+from redthread.lang import say
 from redthread.train.loop import train
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 模型小：一个线程比两个互相等待的线程快
 
-NAMES = text_path("names")  # shipped with redthread
+NAMES = text_path("names")  # shipped with redthread ‖ 随 redthread 附带
 if not NAMES.is_file():
     raise FileNotFoundError(f"{NAMES} is missing: run this chapter from a clone of redthread")
 data, tok = load_lines(NAMES)
@@ -107,8 +108,9 @@ def count_model(order, k=0.1):
 
 
 bigram, fourgram = count_model(2), count_model(4)
-for name, m in (("bigram counts", bigram), ("4-gram counts", fourgram)):
-    print(f"{name:16}{m.num_params():>10,} parameters   val NLL {rt.evaluate(m, data, 'val', batch_size=1000)['nll']:.4f}")
+for name, m in ((say("bigram counts", "二元语法计数表"), bigram), (say("4-gram counts", "4 元语法计数表"), fourgram)):
+    nll = rt.evaluate(m, data, "val", batch_size=1000)["nll"]
+    print(f"{name:16}{m.num_params():>10,}{say(' parameters   val NLL ', ' 个参数   验证集 NLL ')}{nll:.4f}")
 
 # %% [markdown] lang="en"
 # ## Training the MLP
@@ -131,9 +133,10 @@ steps = 1500
 train(mlp, data, rt.TrainConfig(max_iters=steps, batch_size=64, lr=1e-2, min_lr=1e-3, warmup_iters=100,
                                   eval_interval=500, eval_batches=4, log_interval=steps, seed=0, device="cpu"),
       progress=False)
-ev = rt.evaluate(mlp, data, "val", batch_size=1000)  # every held-out character once
-print(f"{'MLP':16}{mlp.num_params():>10,} parameters   val NLL {ev['nll']:.4f}   bits/char {ev['bpc']:.3f}")
-print("train NLL:", round(rt.evaluate(mlp, data, "train", batch_size=4096)["nll"], 4))
+ev = rt.evaluate(mlp, data, "val", batch_size=1000)  # every held-out character once ‖ 每个留出字符各算一次
+print(f"{'MLP':16}{mlp.num_params():>10,}" + say(f" parameters   val NLL {ev['nll']:.4f}   bits/char {ev['bpc']:.3f}",
+                                              f" 个参数   验证集 NLL {ev['nll']:.4f}   每字符比特数 {ev['bpc']:.3f}"))
+print(say("train NLL: ", "训练 NLL：") + str(round(rt.evaluate(mlp, data, "train", batch_size=4096)["nll"], 4)))
 
 # %% [markdown] lang="en"
 # The MLP beats the 4-gram on held-out names (2.010 against 2.058 nats per character) with a ninth of its
@@ -169,21 +172,25 @@ def ngrams(words, n=4):
 
 seen_in_training = set(ngrams(names["train"]))
 unseen = torch.tensor([g not in seen_in_training for g in ngrams(names["val"])])
-x, y = next(data.eval_batches("val", 1000))  # all held-out names: (N, T)
+x, y = next(data.eval_batches("val", 1000))  # all held-out names: (N, T) ‖ 全部留出名字：(N, T)
 scored = (y >= 0).flatten()
 with torch.no_grad():
-    per_char = {name: m.nll(x, y, reduction="none")[scored] for name, m in (("4-gram", fourgram), ("MLP", mlp))}
-print("held-out characters:", len(unseen), " whose 4-gram never occurred in training:", int(unseen.sum()),
-      f"({unseen.float().mean().item():.1%})")
-print(f"{'':8}{'seen 4-gram':>13}{'unseen 4-gram':>15}")
+    per_char = {name: m.nll(x, y, reduction="none")[scored]
+                for name, m in ((say("4-gram", "4 元语法"), fourgram), ("MLP", mlp))}
+n, n_unseen, share = len(unseen), int(unseen.sum()), unseen.float().mean().item()
+print(say(f"held-out characters: {n}  whose 4-gram never occurred in training: {n_unseen} ({share:.1%})",
+          f"留出字符共 {n} 个，其中 {n_unseen} 个（{share:.1%}）所在的 4 元组在训练中从未出现过"))
+print(f"{'':8}{say('seen 4-gram', '已见 4 元组'):>13}{say('unseen 4-gram', '未见 4 元组'):>15}")
 for name, nll in per_char.items():
     print(f"{name:8}{nll[~unseen].mean().item():13.3f}{nll[unseen].mean().item():15.3f}")
 
 fig, ax = plt.subplots(figsize=(5.5, 3.4))
 for i, (name, nll) in enumerate(per_char.items()):
     ax.bar([i * 0.35, 1 + i * 0.35], [nll[~unseen].mean(), nll[unseen].mean()], width=0.35, label=name)
-ax.set(xticks=[0.175, 1.175], xticklabels=["4-gram seen in training", "4-gram never seen"],
-       ylabel="mean NLL (nats / character)", title="held-out characters, by their 4-gram")
+ax.set(xticks=[0.175, 1.175],
+       xticklabels=[say("4-gram seen in training", "4 元组在训练中见过"), say("4-gram never seen", "4 元组从未见过")],
+       ylabel=say("mean NLL (nats / character)", "平均 NLL（奈特/字符）"),
+       title=say("held-out characters, by their 4-gram", "留出字符，按所在的 4 元组分组"))
 ax.legend()
 plt.show()
 
@@ -212,9 +219,9 @@ plt.show()
 # 对每个元音列出与它最接近的四个字符，再画出完整的相似度矩阵，元音排在最前面。
 
 # %%
-emb = mlp.tok_emb.weight[:V].detach()  # (V, d): one row per symbol; row V is the padding
+emb = mlp.tok_emb.weight[:V].detach()  # (V, d): one row per symbol; row V is the padding ‖ (V, d)：每个符号一行；第 V 行是填充
 unit = torch.nn.functional.normalize(emb - emb.mean(0), dim=1)
-sim = unit @ unit.T  # (V, V) cosine similarities
+sim = unit @ unit.T  # (V, V) cosine similarities ‖ (V, V) 余弦相似度
 for ch in "aeiou":
     i = chars.index(ch)
     nearest = sim[i].argsort(descending=True)[1:5].tolist()
@@ -225,7 +232,7 @@ labels = [chars[i] for i in order]
 fig, ax = plt.subplots(figsize=(6, 5.4))
 im = ax.imshow(sim[order][:, order], cmap="RdBu_r", vmin=-0.6, vmax=0.6)
 ax.set(xticks=range(V), yticks=range(V), xticklabels=labels, yticklabels=labels,
-       title="cosine similarity of the learned embeddings")
+       title=say("cosine similarity of the learned embeddings", "学到的嵌入之间的余弦相似度"))
 ax.axhline(5.5, color="k", lw=0.8)
 ax.axvline(5.5, color="k", lw=0.8)
 fig.colorbar(im, ax=ax, shrink=0.8)
@@ -255,19 +262,21 @@ plt.show()
 
 # %%
 def sample_names(model, n, seed=0):
-    start = torch.zeros(1, 1, dtype=torch.long)  # the boundary '.'
+    start = torch.zeros(1, 1, dtype=torch.long)  # the boundary '.' ‖ 边界符 '.'
     out = rt.generate(model, start, max_new_tokens=data.block_size, num_samples=n, seed=seed)[:, 1:]
-    return [tok.decode(row).split(".")[0] for row in out]  # cut each sample at its first boundary
+    return [tok.decode(row).split(".")[0] for row in out]  # cut each sample at its first boundary ‖ 每个样本截到第一个边界符为止
 
 
 train_names = set(names["train"])
-for name, m in (("bigram", bigram), ("MLP", mlp)):
+for name, m in ((say("bigram", "二元语法"), bigram), ("MLP", mlp)):
     samples = sample_names(m, 200)
     known = sum(s in train_names for s in samples)
     new = sum(bool(s) and s not in train_names for s in samples)
-    print(f"{name:7} of 200: new {new}, training names {known};  mean length {sum(map(len, samples)) / 200:.1f}")
+    length = sum(map(len, samples)) / 200
+    print(f"{name:7}" + say(f" of 200: new {new}, training names {known};  mean length {length:.1f}",
+                            f" 200 个名字：新名字 {new} 个，训练名字 {known} 个；平均长度 {length:.1f}"))
     print("        ", ", ".join(samples[:12]))
-print("training names: mean length", round(sum(map(len, names["train"])) / len(names["train"]), 1))
+print(say("training names: mean length", "训练名字：平均长度"), round(sum(map(len, names["train"])) / len(names["train"]), 1))
 
 # %% [markdown] lang="en"
 # Most of the MLP's names (157 of 200) are new, and they read like names; 42 are real names from the training

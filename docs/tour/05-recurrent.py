@@ -67,21 +67,22 @@ import torch
 import redthread as rt
 from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus, text_path
 from redthread.experiments import rnn_gradients
+from redthread.lang import say
 
 # %matplotlib inline
-# (after the imports: importing redthread.experiments selects matplotlib's file-only backend)
+# (after the imports: importing redthread.experiments selects matplotlib's file-only backend) ‖ （放在导入之后：导入 redthread.experiments 时会给 matplotlib 选上只写文件的后端）
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 模型小：一个线程比两个互相等待的线程快
 
-TEXT = text_path("tinyshakespeare")  # shipped with redthread
+TEXT = text_path("tinyshakespeare")  # shipped with redthread ‖ 随 redthread 附带
 corpus = load_corpus(TEXT)
-train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
+train_text, val_text = split_corpus(corpus)  # one document: cut at 90% ‖ 只有一篇文档：在 90% 处切开
 tok = CharTokenizer.from_text(corpus.text)
 train = TokenSplit(tok.encode_array(train_text), len(train_text), "train")
 val = TokenSplit(tok.encode_array(val_text), len(val_text), "validation")
 V = tok.vocab_size
-print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tokens))
+print(say("vocabulary", "词表"), V, say("| train", "| 训练集"), len(train.tokens), say("| validation", "| 验证集"), len(val.tokens))
 
 # %% [markdown] lang="en"
 # ## One step, written out
@@ -106,20 +107,20 @@ line = "To be, or not to be, that is the question"
 idx = torch.tensor([tok.encode(line)])  # (1, T)
 
 with torch.no_grad():
-    h_lib = rnn.hidden(idx)  # (1, T, H): the library's h_1 .. h_T
+    h_lib = rnn.hidden(idx)  # (1, T, H): the library's h_1 .. h_T ‖ (1, T, H)：库算出的 h_1 .. h_T
     cell = rnn.cells[0]
     h, h_ours = torch.zeros(1, cell.hidden_size), []
-    for x_t in rnn.tok_emb(idx).unbind(1):  # one character at a time: h_t needs h_{t-1}
+    for x_t in rnn.tok_emb(idx).unbind(1):  # one character at a time: h_t needs h_{t-1} ‖ 一次一个字符：h_t 要等 h_{t-1} 算完
         h = torch.tanh(x_t @ cell.weight_ih.T + cell.bias_ih + h @ cell.weight_hh.T + cell.bias_hh)
         h_ours.append(h)
     h_ours = torch.stack(h_ours, 1)  # (1, T, H)
-print("max |difference|", (h_lib - h_ours).abs().max().item())
+print(say("max |difference|", "最大 |差值|"), (h_lib - h_ours).abs().max().item())
 
 for n in (10, 10_000):
-    state = rnn.make_cache(batch_size=1)  # the state carried between calls
+    state = rnn.make_cache(batch_size=1)  # the state carried between calls ‖ 在两次调用之间传递的状态
     with torch.no_grad():
         rnn(torch.from_numpy(val.tokens[:n].astype("int64"))[None], cache=state)
-    print(n, "characters read -> state shapes", [tuple(s.shape) for s in state.states[0]])
+    print(say(f"{n} characters read -> state shapes", f"读入 {n} 个字符 -> 状态的形状"), [tuple(s.shape) for s in state.states[0]])
 
 # %% [markdown] lang="en"
 # ## Back-propagation through time
@@ -160,7 +161,7 @@ with torch.no_grad():
     h_t = step(h_prev)
 jac_autograd = torch.autograd.functional.jacobian(step, h_prev)  # (H, H)
 jac_formula = torch.diag(1 - h_t**2) @ cell.weight_hh  # diag(1 - h_t^2) W_hh
-print("max |difference|", (jac_autograd - jac_formula).abs().max().item())
+print(say("max |difference|", "最大 |差值|"), (jac_autograd - jac_formula).abs().max().item())
 
 # %% [markdown] lang="en"
 # Now the whole product, over 100 steps. The functions of the [rnn-gradients experiment](../experiments/rnn-gradients/report.md)
@@ -187,29 +188,29 @@ print("max |difference|", (jac_autograd - jac_formula).abs().max().item())
 # 图中每条曲线都除以它在 $k = 1$ 处的值，表示梯度走了 $k$ 步之后还剩多少。
 
 # %%
-K = rnn_gradients.DISTANCE  # 100 steps
-seqs = torch.randint(rnn_gradients.VOCAB, (4, K + 1))  # (B, K + 1) random tokens
-curves = {}  # label -> (K,) mean log ||dh_T/dh_t|| for k = 1 .. K
+K = rnn_gradients.DISTANCE  # 100 steps ‖ 100 步
+seqs = torch.randint(rnn_gradients.VOCAB, (4, K + 1))  # (B, K + 1) random tokens ‖ (B, K + 1) 随机词元
+curves = {}  # label -> (K,) mean log ||dh_T/dh_t|| for k = 1 .. K ‖ 标签 -> (K,)：k = 1 .. K 上的平均 log ||dh_T/dh_t||
 for rho in (0.5, 1.0, 2.0):
     model = rnn_gradients.rnn_with_radius(rho, seed=0)
-    curves[f"tanh RNN, ρ = {rho:g}"] = rnn_gradients.log_norms(rnn_gradients.recurrent_jacobian_norms(model, seqs))
+    curves[say(f"tanh RNN, ρ = {rho:g}", f"tanh RNN，ρ = {rho:g}")] = rnn_gradients.log_norms(rnn_gradients.recurrent_jacobian_norms(model, seqs))
 for chrono in (False, True):
     model = rnn_gradients.lstm(seed=0, chrono=chrono)
-    label = "LSTM, chrono init" if chrono else "LSTM, torch init"
+    label = say("LSTM, chrono init", "LSTM，chrono 初始化") if chrono else say("LSTM, torch init", "LSTM，torch 初始化")
     curves[label] = rnn_gradients.log_norms(rnn_gradients.recurrent_jacobian_norms(model, seqs))
 tf = rt.TransformerLM(rt.TransformerConfig(vocab_size=rnn_gradients.VOCAB, block_size=K + 1, n_layer=2, n_head=4,
                                            d_model=64)).double()
 curves["Transformer"] = rnn_gradients.log_norms(rnn_gradients.transformer_jacobian_norms(tf, seqs))[1:]
 
-print(f"{'model':20} log10 ||J({K})|| / ||J(1)||")
+print(f"{say('model', '模型'):20} log10 ||J({K})|| / ||J(1)||")
 for label, logn in curves.items():
     print(f"{label:20} {rnn_gradients.log10_retention(logn):+.1f}")
 
 fig, ax = plt.subplots(figsize=(6.5, 4))
 for label, logn in curves.items():
     ax.semilogy(range(1, K + 1), (logn - logn[0]).exp(), label=label, ls="--" if "LSTM" in label else "-")
-ax.set_xlabel("distance k = T − t (steps)")
-ax.set_ylabel("‖∂h_T/∂h_t‖ relative to k = 1")
+ax.set_xlabel(say("distance k = T − t (steps)", "距离 k = T − t（步）"))
+ax.set_ylabel(say("‖∂h_T/∂h_t‖ relative to k = 1", "‖∂h_T/∂h_t‖（相对于 k = 1 处的值）"))
 ax.grid(alpha=0.3, which="both")
 ax.legend(fontsize=8)
 plt.show()
@@ -273,9 +274,10 @@ plt.show()
 for chrono in (False, True):
     lstm_cell = rnn_gradients.lstm(seed=0, chrono=chrono).cells[0]
     H = lstm_cell.hidden_size
-    forget = torch.sigmoid(lstm_cell.bias_ih + lstm_cell.bias_hh)[H : 2 * H]  # gates stacked i, f, g, o
-    print("chrono" if chrono else "torch ", "| mean forget gate at zero input", round(forget.mean().item(), 3),
-          "| gates above 0.95:", int((forget > 0.95).sum()), "of", H)
+    forget = torch.sigmoid(lstm_cell.bias_ih + lstm_cell.bias_hh)[H : 2 * H]  # gates stacked i, f, g, o ‖ 各门按 i、f、g、o 的顺序堆叠
+    mean, above = round(forget.mean().item(), 3), int((forget > 0.95).sum())
+    print("chrono" if chrono else "torch ", say(f"| mean forget gate at zero input {mean} | gates above 0.95: {above} of {H}",
+                                             f"| 输入为零时遗忘门的均值 {mean} | 大于 0.95 的门：{H} 个中有 {above} 个"))
 
 # %% [markdown] lang="en"
 # ## Training the three cells
@@ -295,7 +297,7 @@ for chrono in (False, True):
 # 在同样的训练文本上靠计数拟合，它只看一个字符的上下文。所有分数都是在验证文本同样的 8 × 64 个窗口上的平均 NLL。
 
 # %%
-val_batches = [get_batch(val, 64, 64, torch.Generator().manual_seed(1)) for _ in range(8)]  # fixed windows
+val_batches = [get_batch(val, 64, 64, torch.Generator().manual_seed(1)) for _ in range(8)]  # fixed windows ‖ 固定的几个窗口
 
 
 @torch.no_grad()
@@ -312,19 +314,19 @@ def fit(model, steps=300, lr=1e-2, batch_size=32, block_size=64):
     batches = torch.Generator().manual_seed(0)
     losses = []
     for _ in range(steps):
-        x, y = get_batch(train, batch_size, block_size, batches)  # (B, T) inputs, (B, T) next characters
-        loss = model.nll(x, y)  # mean -log P(y_t | x_<=t), nats
+        x, y = get_batch(train, batch_size, block_size, batches)  # (B, T) inputs, (B, T) next characters ‖ (B, T) 输入，(B, T) 下一个字符
+        loss = model.nll(x, y)  # mean -log P(y_t | x_<=t), nats ‖ 平均 -log P(y_t | x_<=t)，单位为奈特
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # the cure for an exploding gradient
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # the cure for an exploding gradient ‖ 治梯度爆炸的办法
         opt.step()
         losses.append(loss.item())
     return losses
 
 
 bigram = rt.NGramLM(rt.NGramConfig(vocab_size=V, order=2, k=1.0)).fit_stream(train.tokens)
-print(f"{'model':8} {'params':>7} {'val NLL':>8}")
-print(f"{'bigram':8} {'':>7} {val_nll(bigram):8.3f}")
+print(f"{say('model', '模型'):8} {say('params', '参数'):>7} {say('val NLL', '验证集 NLL'):>8}")
+print(f"{say('bigram', '二元语法'):8} {'':>7} {val_nll(bigram):8.3f}")
 models, curves_train = {}, {}
 for kind in ("rnn", "gru", "lstm"):
     torch.manual_seed(0)
@@ -335,11 +337,11 @@ for kind in ("rnn", "gru", "lstm"):
 
 fig, ax = plt.subplots(figsize=(6.5, 3.5))
 for kind, losses in curves_train.items():
-    smooth = torch.tensor(losses).unfold(0, 20, 1).mean(1)  # a 20-step running mean
+    smooth = torch.tensor(losses).unfold(0, 20, 1).mean(1)  # a 20-step running mean ‖ 20 步的滑动平均
     ax.plot(range(20, len(losses) + 1), smooth, label=kind.upper())
-ax.axhline(val_nll(bigram), color="gray", ls=":", label="bigram (validation)")
-ax.set_xlabel("step")
-ax.set_ylabel("training NLL (nats/char)")
+ax.axhline(val_nll(bigram), color="gray", ls=":", label=say("bigram (validation)", "二元语法（验证集）"))
+ax.set_xlabel(say("step", "步"))
+ax.set_ylabel(say("training NLL (nats/char)", "训练 NLL（奈特/字符）"))
 ax.legend()
 plt.show()
 
@@ -355,7 +357,8 @@ plt.show()
 # %%
 prompt = torch.tensor([tok.encode("ROMEO:\n")])
 out = rt.generate(models["lstm"], prompt, max_new_tokens=200, temperature=0.8, seed=0)
-print(tok.decode(out[0]))
+sample = tok.decode(out[0])
+print(rt.say(sample, f"“{sample}”"))  # the model's own English, quoted on the Chinese page ‖ 模型自己写的英文，中文页上加引号
 
 # %% [markdown] lang="en"
 # ## What goes wrong, measured

@@ -79,21 +79,22 @@ import torch
 import torch.nn.functional as F
 
 import redthread as rt
+from redthread.lang import say
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small tensors: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small tensors: one thread beats two that wait on each other ‖ 张量小：一个线程比两个互相等待的线程快
 
 
 def true_mean(x):
     return torch.sin(2 * x) + x / 2
 
 
-X = torch.rand(200, 1) * 5  # (N, 1) training inputs: the keys
-y = true_mean(X[:, 0]) + 0.3 * torch.randn(200)  # (N,) training targets: the values
+X = torch.rand(200, 1) * 5  # (N, 1) training inputs: the keys ‖ (N, 1) 训练输入：键
+y = true_mean(X[:, 0]) + 0.3 * torch.randn(200)  # (N,) training targets: the values ‖ (N,) 训练目标：值
 
-nw = rt.NadarayaWatson(bandwidth=1.0).fit_memory(X, y)  # start too wide
+nw = rt.NadarayaWatson(bandwidth=1.0).fit_memory(X, y)  # start too wide ‖ 起始宽度过大
 opt = torch.optim.Adam(nw.parameters(), lr=0.05)
-for _ in range(200):  # maximum likelihood, leave-one-out (the model is in training mode)
+for _ in range(200):  # maximum likelihood, leave-one-out (the model is in training mode) ‖ 最大似然，留一法（模型处于训练模式）
     loss = nw.nll(X, y)
     opt.zero_grad()
     loss.backward()
@@ -101,31 +102,34 @@ for _ in range(200):  # maximum likelihood, leave-one-out (the model is in train
 nw.eval()
 line = rt.LinearRegression().fit(X, y)
 
-grid = torch.linspace(0, 5, 200)[:, None]  # (B, 1) queries
+grid = torch.linspace(0, 5, 200)[:, None]  # (B, 1) queries ‖ (B, 1) 查询
 with torch.no_grad():
     mean_nw = nw.distribution(grid).mean  # (B,)
 err = {"linear": ((line.predict(grid).float() - true_mean(grid[:, 0])) ** 2).mean().item(),
        "Nadaraya–Watson": ((mean_nw - true_mean(grid[:, 0])) ** 2).mean().item()}
-print("learned width h", round(nw.bandwidth, 3))
-print("mean squared error against the true E[y|x]:", {k: round(v, 4) for k, v in err.items()})
+print(say("learned width h", "学到的宽度 h"), round(nw.bandwidth, 3))
+mse = {k: round(v, 4) for k, v in err.items()}
+print(say(f"mean squared error against the true E[y|x]: {mse}",
+          f"与真实 E[y|x] 的均方误差：线性回归 {mse['linear']}，Nadaraya–Watson {mse['Nadaraya–Watson']}"))
 
 queries = torch.tensor([[1.0], [2.5], [4.0]])  # (3, 1)
 with torch.no_grad():
-    att = nw.attention_weights(queries)  # (3, N): one distribution over the training points per query
-print("each row sums to", att.sum(-1).tolist())
+    att = nw.attention_weights(queries)  # (3, N): one distribution over the training points per query ‖ (3, N)：每个查询在训练点上的一个分布
+print(say("each row sums to", "每行之和"), att.sum(-1).tolist())
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-ax1.scatter(X[:, 0], y, s=8, color="lightgray", label="training points")
-ax1.plot(grid[:, 0], true_mean(grid[:, 0]), "k--", label="true E[y|x]")
-ax1.plot(grid[:, 0], line.predict(grid), label="linear regression")
-ax1.plot(grid[:, 0], mean_nw, label=f"Nadaraya–Watson, h = {nw.bandwidth:.2f}")
+ax1.scatter(X[:, 0], y, s=8, color="lightgray", label=say("training points", "训练点"))
+ax1.plot(grid[:, 0], true_mean(grid[:, 0]), "k--", label=say("true E[y|x]", "真实的 E[y|x]"))
+ax1.plot(grid[:, 0], line.predict(grid), label=say("linear regression", "线性回归"))
+ax1.plot(grid[:, 0], mean_nw,
+         label=say(f"Nadaraya–Watson, h = {nw.bandwidth:.2f}", f"Nadaraya–Watson，h = {nw.bandwidth:.2f}"))
 ax1.set_xlabel("x")
 ax1.legend(fontsize=8)
 order = X[:, 0].argsort()
 for q, a in zip(queries[:, 0], att):
-    ax2.plot(X[order, 0], a[order], ".-", ms=3, label=f"query x = {q:g}")
-ax2.set_xlabel("training input x_i (the keys)")
-ax2.set_ylabel("weight α_i(x)")
+    ax2.plot(X[order, 0], a[order], ".-", ms=3, label=say(f"query x = {q:g}", f"查询 x = {q:g}"))
+ax2.set_xlabel(say("training input x_i (the keys)", "训练输入 x_i（键）"))
+ax2.set_ylabel(say("weight α_i(x)", "权重 α_i(x)"))
 ax2.legend(fontsize=8)
 plt.show()
 
@@ -166,7 +170,7 @@ q_aug = torch.cat([queries, torch.ones(3, 1)], -1)  # (3, 2): [q, 1]
 k_aug = torch.cat([X, -0.5 * (X**2).sum(-1, keepdim=True)], -1)  # (N, 2): [k, -|k|^2 / 2]
 with torch.no_grad():
     _, att_dot = rt.scaled_dot_product_attention(q_aug, k_aug, y[:, None], scale=1 / nw.bandwidth**2)
-print("max |difference| from the kernel's weights", (att_dot - att).abs().max().item())
+print(say("max |difference| from the kernel's weights", "与核权重的最大 |差值|"), (att_dot - att).abs().max().item())
 
 # %% [markdown] lang="en"
 # ## Learned similarity: queries, keys and values
@@ -201,18 +205,18 @@ print("max |difference| from the kernel's weights", (att_dot - att).abs().max().
 
 # %%
 T, d, d_k = 6, 16, 8
-x = torch.randn(T, d)  # (T, d): one sequence of T vectors
+x = torch.randn(T, d)  # (T, d): one sequence of T vectors ‖ (T, d)：由 T 个向量组成的一个序列
 W_Q, W_K, W_V = (torch.randn(d, d_k) / math.sqrt(d) for _ in range(3))
-Q, K, V = x @ W_Q, x @ W_K, x @ W_V  # (T, d_k) each
+Q, K, V = x @ W_Q, x @ W_K, x @ W_V  # (T, d_k) each ‖ 各为 (T, d_k)
 
-weights = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1)  # (T, T): row i is a distribution over positions
-out = weights @ V  # (T, d_k): each row a weighted average of the values
+weights = torch.softmax(Q @ K.T / math.sqrt(d_k), dim=-1)  # (T, T): row i is a distribution over positions ‖ (T, T)：第 i 行是位置上的一个分布
+out = weights @ V  # (T, d_k): each row a weighted average of the values ‖ (T, d_k)：每行是各个值的加权平均
 
 out_rt, weights_rt = rt.scaled_dot_product_attention(Q, K, V)
 out_torch = F.scaled_dot_product_attention(Q[None], K[None], V[None])[0]
-print("ours vs rt:   ", (out - out_rt).abs().max().item(), (weights - weights_rt).abs().max().item())
-print("ours vs torch:", (out - out_torch).abs().max().item())
-print("row sums:", weights.sum(-1).tolist())
+print(say("ours vs rt:   ", "自己写的 vs rt：   "), (out - out_rt).abs().max().item(), (weights - weights_rt).abs().max().item())
+print(say("ours vs torch:", "自己写的 vs torch："), (out - out_torch).abs().max().item())
+print(say("row sums:", "各行之和"), weights.sum(-1).tolist())
 
 # %% [markdown] lang="en"
 # ## Why divide by √d_k
@@ -238,28 +242,32 @@ print("row sums:", weights.sum(-1).tolist())
 dims = [4, 16, 64, 256, 1024]
 rows = []
 for dk in dims:
-    q = torch.randn(2000, 1, dk)  # (B, 1, d_k): one query each
-    k = torch.randn(2000, 32, dk)  # (B, S, d_k): 32 keys each
-    scores = (q @ k.transpose(-2, -1))[:, 0]  # (B, S): unscaled q.k
+    q = torch.randn(2000, 1, dk)  # (B, 1, d_k): one query each ‖ (B, 1, d_k)：每组一个查询
+    k = torch.randn(2000, 32, dk)  # (B, S, d_k): 32 keys each ‖ (B, S, d_k)：每组 32 个键
+    scores = (q @ k.transpose(-2, -1))[:, 0]  # (B, S): unscaled q.k ‖ (B, S)：未缩放的 q.k
     row = {"d_k": dk, "Var(q.k)": scores.var().item()}
     for name, s in (("unscaled", scores), ("scaled", scores / math.sqrt(dk))):
         a = s.softmax(-1)  # (B, S)
-        jac = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (B, S, S): d softmax / d scores
+        jac = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (B, S, S): d softmax / d scores ‖ (B, S, S)：softmax 对分数的导数
         row[f"max weight, {name}"] = a.max(-1).values.mean().item()
         row[f"|Jacobian|, {name}"] = torch.linalg.matrix_norm(jac, ord=2).mean().item()
     rows.append(row)
 
-print("".join(f"{k:>22}" for k in rows[0]))
+columns = {"max weight, unscaled": "最大权重，不缩放", "|Jacobian|, unscaled": "|雅可比矩阵|，不缩放",
+           "max weight, scaled": "最大权重，缩放", "|Jacobian|, scaled": "|雅可比矩阵|，缩放"}  # each column in Chinese ‖ 各列的中文名
+print("".join(f"{say(k, columns.get(k, k)):>22}" for k in rows[0]))
 for row in rows:
     print("".join(f"{v:>22.3f}" if isinstance(v, float) else f"{v:>22}" for v in row.values()))
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
-for name in ("unscaled", "scaled"):
-    ax1.semilogx(dims, [r[f"max weight, {name}"] for r in rows], "o-", label=name)
-    ax2.semilogx(dims, [r[f"|Jacobian|, {name}"] for r in rows], "o-", label=name)
-ax1.axhline(1 / 32, color="gray", ls=":", label="uniform (1/32)")
-ax1.set(xlabel="d_k", ylabel="mean largest weight", title="how peaked the softmax is")
-ax2.set(xlabel="d_k", ylabel="mean ‖∂α/∂s‖₂", title="how much gradient passes")
+for name, zh in (("unscaled", "不缩放"), ("scaled", "缩放")):
+    ax1.semilogx(dims, [r[f"max weight, {name}"] for r in rows], "o-", label=say(name, zh))
+    ax2.semilogx(dims, [r[f"|Jacobian|, {name}"] for r in rows], "o-", label=say(name, zh))
+ax1.axhline(1 / 32, color="gray", ls=":", label=say("uniform (1/32)", "均匀分布（1/32）"))
+ax1.set(xlabel="d_k", ylabel=say("mean largest weight", "最大权重的均值"),
+        title=say("how peaked the softmax is", "softmax 有多尖"))
+ax2.set(xlabel="d_k", ylabel=say("mean ‖∂α/∂s‖₂", "‖∂α/∂s‖₂ 的均值"),
+        title=say("how much gradient passes", "能通过多少梯度"))
 ax1.legend(fontsize=8)
 ax2.legend(fontsize=8)
 plt.show()
@@ -299,19 +307,19 @@ plt.show()
 # `F.scaled_dot_product_attention` 相同）。检验因果掩码的办法：改动某一个位置的键和值，它前面的输出一个都不能变。
 
 # %%
-causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T): True on and below the diagonal
+causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T): True on and below the diagonal ‖ (T, T)：对角线及其下方为 True
 out_c, weights_c = rt.scaled_dot_product_attention(Q, K, V, mask=causal)
 print(weights_c.numpy().round(2))
 
 K2, V2 = K.clone(), V.clone()
-K2[3], V2[3] = torch.randn(d_k), torch.randn(d_k)  # a different character at position 3
+K2[3], V2[3] = torch.randn(d_k), torch.randn(d_k)  # a different character at position 3 ‖ 位置 3 换成另一个字符
 out_c2, _ = rt.scaled_dot_product_attention(Q, K2, V2, mask=causal)
-print("how far each position's output moved:", (out_c2 - out_c).abs().amax(-1).numpy().round(3))
+print(say("how far each position's output moved:", "各位置的输出移动了多少"), (out_c2 - out_c).abs().amax(-1).numpy().round(3))
 
 fig, axes = plt.subplots(1, 2, figsize=(7, 3.2))
-for ax, w, title in zip(axes, (weights, weights_c), ("no mask", "causal mask")):
+for ax, w, title in zip(axes, (weights, weights_c), (say("no mask", "不加掩码"), say("causal mask", "因果掩码"))):
     ax.imshow(w, cmap="Blues", vmin=0, vmax=1)
-    ax.set(title=title, xlabel="key position j", ylabel="query position i")
+    ax.set(title=title, xlabel=say("key position j", "键的位置 j"), ylabel=say("query position i", "查询的位置 i"))
 plt.show()
 
 # %% [markdown] lang="en"

@@ -59,18 +59,19 @@ import torch.nn.functional as F
 
 import redthread as rt
 from redthread.data import CharTokenizer, TokenSplit, get_batch, load_corpus, split_corpus, text_path
+from redthread.lang import layer_head, say
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 模型小：一个线程比两个互相等待的线程快
 
-TEXT = text_path("tinyshakespeare")  # shipped with redthread
+TEXT = text_path("tinyshakespeare")  # shipped with redthread ‖ 随 redthread 附带
 corpus = load_corpus(TEXT)
-train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
+train_text, val_text = split_corpus(corpus)  # one document: cut at 90% ‖ 只有一篇文档：在 90% 处切开
 tok = CharTokenizer.from_text(corpus.text)
 train = TokenSplit(tok.encode_array(train_text), len(train_text), "train")
 val = TokenSplit(tok.encode_array(val_text), len(val_text), "validation")
 V = tok.vocab_size
-print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tokens))
+print(say("vocabulary", "词表"), V, say("| train", "| 训练集"), len(train.tokens), say("| validation", "| 验证集"), len(val.tokens))
 
 # %% [markdown] lang="en"
 # ## Positions: attention alone does not see order
@@ -100,22 +101,22 @@ print("vocabulary", V, "| train", len(train.tokens), "| validation", len(val.tok
 # %%
 T, d = 16, 64
 block = rt.EncoderBlock(rt.BlockConfig(d_model=d, n_head=4, d_ff=4 * d)).eval()
-x = torch.randn(1, T, d)  # (B, T, C): token vectors, no positions
-perm = torch.arange(T).flip(0)  # reverse the sequence
+x = torch.randn(1, T, d)  # (B, T, C): token vectors, no positions ‖ (B, T, C)：词元向量，不含位置
+perm = torch.arange(T).flip(0)  # reverse the sequence ‖ 把序列倒过来
 pe = rt.SinusoidalPositionalEncoding(block_size=T, d_model=d)(0, T)  # (T, C): p_0 .. p_{T-1}
 
 with torch.no_grad():
     no_pos = (block(x[:, perm]) - block(x)[:, perm]).abs().max().item()
     with_pos = (block(x[:, perm] + pe) - block(x + pe)[:, perm]).abs().max().item()
-print("reversed input vs reversed output, no positions:  ", no_pos)
-print("reversed input vs reversed output, with positions:", round(with_pos, 3))
+print(say("reversed input vs reversed output, no positions:  ", "倒序输入的输出 vs 输出的倒序，不加位置编码："), no_pos)
+print(say("reversed input vs reversed output, with positions:", "倒序输入的输出 vs 输出的倒序，加上位置编码："), round(with_pos, 3))
 
 table = rt.SinusoidalPositionalEncoding(block_size=128, d_model=d)(0, 128)  # (128, C)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
 ax1.imshow(table.T, aspect="auto", cmap="RdBu")
-ax1.set(xlabel="position t", ylabel="dimension", title="sinusoidal encoding p_t")
+ax1.set(xlabel=say("position t", "位置 t"), ylabel=say("dimension", "维度"), title=say("sinusoidal encoding p_t", "正弦位置编码 p_t"))
 ax2.plot(table @ table[64], ".-", ms=3)
-ax2.set(xlabel="position t", ylabel="p_t · p_64", title="similarity to position 64")
+ax2.set(xlabel=say("position t", "位置 t"), ylabel="p_t · p_64", title=say("similarity to position 64", "与位置 64 的相似度"))
 plt.show()
 
 # %% [markdown] lang="en"
@@ -172,8 +173,11 @@ plt.show()
 for n_head in (1, 4, 16):
     mha = rt.MultiHeadAttention(d_model=d, n_head=n_head, causal=True)
     y, att = mha(x, need_weights=True)  # y (B, T, C); att (B, H, T, S)
-    print(f"n_head {n_head:2} | parameters {sum(p.numel() for p in mha.parameters()):,} | output {tuple(y.shape)}"
-          f" | weights {tuple(att.shape)} | rows sum to 1: {torch.allclose(att.sum(-1), torch.ones(()))}")
+    n_params, sums_to_1 = sum(p.numel() for p in mha.parameters()), torch.allclose(att.sum(-1), torch.ones(()))
+    print(f"n_head {n_head:2} | " + say(f"parameters {n_params:,} | output {tuple(y.shape)} | weights {tuple(att.shape)}"
+                                        f" | rows sum to 1: {sums_to_1}",
+                                        f"参数 {n_params:,} | 输出 {tuple(y.shape)} | 权重 {tuple(att.shape)}"
+                                        f" | 每行之和为 1：{sums_to_1}"))
 
 # %% [markdown] lang="en"
 # ## The position-wise feed-forward network
@@ -199,10 +203,10 @@ for n_head in (1, 4, 16):
 # %%
 ffn = rt.FeedForward(d_model=d, d_ff=4 * d)
 x2 = x.clone()
-x2[0, 5] = torch.randn(d)  # change position 5 only
+x2[0, 5] = torch.randn(d)  # change position 5 only ‖ 只改动位置 5
 with torch.no_grad():
-    moved = (ffn(x2) - ffn(x)).abs().amax(-1)[0]  # (T,): how far each position's output moved
-print("positions whose output moved:", moved.nonzero().flatten().tolist())
+    moved = (ffn(x2) - ffn(x)).abs().amax(-1)[0]  # (T,): how far each position's output moved ‖ (T,)：各位置的输出移动了多少
+print(say("positions whose output moved:", "输出有变化的位置"), moved.nonzero().flatten().tolist())
 
 # %% [markdown] lang="en"
 # ## Residual connections and LayerNorm
@@ -226,12 +230,14 @@ print("positions whose output moved:", moved.nonzero().flatten().tolist())
 
 # %%
 ln = torch.nn.LayerNorm(d)
-drifted = 100 * torch.randn(T, d) + 7  # a stream whose scale has drifted
+drifted = 100 * torch.randn(T, d) + 7  # a stream whose scale has drifted ‖ 尺度已经漂移的残差流
 with torch.no_grad():
     normed = ln(drifted)  # (T, C)
-print(f"input: mean {drifted.mean():.1f}, std {drifted.std():.1f} | LayerNorm output: mean {normed.mean():.1e}, std {normed.std():.3f}")
+m_in, s_in, m_out, s_out = drifted.mean(), drifted.std(), normed.mean(), normed.std()
+print(say(f"input: mean {m_in:.1f}, std {s_in:.1f} | LayerNorm output: mean {m_out:.1e}, std {s_out:.3f}",
+          f"输入：均值 {m_in:.1f}，标准差 {s_in:.1f} | 层归一化的输出：均值 {m_out:.1e}，标准差 {s_out:.3f}"))
 
-idx = torch.randint(V, (8, 32))  # (B, T) random characters
+idx = torch.randint(V, (8, 32))  # (B, T) random characters ‖ (B, T) 随机字符
 
 
 def stack_output(model, residual):
@@ -254,16 +260,17 @@ def mean_cosine(h):
 
 
 depths = [1, 2, 4, 8, 16]
-similarity = {"pre-norm": [], "post-norm": [], "pre-norm, no residual": []}
+settings = {say("pre-norm", "前置归一化"): ("pre", True), say("post-norm", "后置归一化"): ("post", True),
+            say("pre-norm, no residual", "前置归一化，无残差"): ("pre", False)}  # label: (norm, residual) ‖ 标签：(norm, residual)
+similarity = {label: [] for label in settings}
 with torch.no_grad():
     for n_layer in depths:
-        for label, norm, residual in (("pre-norm", "pre", True), ("post-norm", "post", True),
-                                      ("pre-norm, no residual", "pre", False)):
+        for label, (norm, residual) in settings.items():
             torch.manual_seed(0)
             deep = rt.TransformerLM(rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=n_layer, n_head=4,
                                                          d_model=d, norm=norm))
             similarity[label].append(mean_cosine(stack_output(deep, residual)))
-print("depth       ", depths)
+print(f"{say('depth', '深度'):12}", depths)
 for label, values in similarity.items():
     print(f"{label:22}", [round(v, 3) for v in values])
 
@@ -304,8 +311,8 @@ cfg = rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=2, n_head=4, d_m
 model = rt.TransformerLM(cfg)
 C, d_ff, N = cfg.d_model, 4 * cfg.d_model, cfg.n_layer
 per_block = (4 * C * C + 4 * C) + (2 * C * d_ff + d_ff + C) + 4 * C
-by_hand = V * C + N * per_block + 2 * C  # embedding (shared with the output) + blocks + final LayerNorm
-print("per block", per_block, "| by hand", by_hand, "| num_params(non_embedding=False)",
+by_hand = V * C + N * per_block + 2 * C  # embedding (shared with the output) + blocks + final LayerNorm ‖ 词嵌入（与输出层共享）+ 各个块 + 最后的层归一化
+print(say("per block", "每个块"), per_block, say("| by hand", "| 手算"), by_hand, "| num_params(non_embedding=False)",
       model.num_params(non_embedding=False), "| num_params()", model.num_params())
 
 # %% [markdown] lang="en"
@@ -324,7 +331,7 @@ print("per block", per_block, "| by hand", by_hand, "| num_params(non_embedding=
 # 所有分数都是在验证文本同样的 8 × 64 个窗口上的平均 NLL。
 
 # %%
-val_batches = [get_batch(val, 64, 64, torch.Generator().manual_seed(1)) for _ in range(8)]  # fixed windows
+val_batches = [get_batch(val, 64, 64, torch.Generator().manual_seed(1)) for _ in range(8)]  # fixed windows ‖ 固定的几个窗口
 
 
 @torch.no_grad()
@@ -343,8 +350,8 @@ def fit(model, steps=400, lr=1e-2, warmup=50, batch_size=32, block_size=64):
     batches = torch.Generator().manual_seed(0)
     losses = []
     for _ in range(steps):
-        x, y = get_batch(train, batch_size, block_size, batches)  # (B, T) inputs, (B, T) next characters
-        loss = model.nll(x, y)  # mean -log P(y_t | x_<=t), nats
+        x, y = get_batch(train, batch_size, block_size, batches)  # (B, T) inputs, (B, T) next characters ‖ (B, T) 输入，(B, T) 下一个字符
+        loss = model.nll(x, y)  # mean -log P(y_t | x_<=t), nats ‖ 平均 -log P(y_t | x_<=t)，单位为奈特
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -355,22 +362,22 @@ def fit(model, steps=400, lr=1e-2, warmup=50, batch_size=32, block_size=64):
 
 
 bigram = rt.NGramLM(rt.NGramConfig(vocab_size=V, order=2, k=1.0)).fit_stream(train.tokens)
-print(f"{'model':28} {'val NLL':>8}")
-print(f"{'bigram counts':28} {val_nll(bigram):8.3f}")
+print(f"{say('model', '模型'):28} {say('val NLL', '验证集 NLL'):>8}")
+print(f"{say('bigram counts', '二元语法计数表'):28} {val_nll(bigram):8.3f}")
 runs = {}
 for pos in ("none", "sinusoidal", "rope"):
     torch.manual_seed(0)
     lm = rt.TransformerLM(rt.TransformerConfig(vocab_size=V, block_size=64, n_layer=2, n_head=4, d_model=64, pos=pos))
     runs[pos] = (lm, fit(lm))
-    print(f"{'Transformer, pos=' + pos:28} {val_nll(lm):8.3f}")
+    print(f"{say('Transformer, pos=' + pos, 'Transformer，pos=' + pos):28} {val_nll(lm):8.3f}")
 
 fig, ax = plt.subplots(figsize=(6.5, 3.5))
 for pos, (_, losses) in runs.items():
-    smooth = torch.tensor(losses).unfold(0, 20, 1).mean(1)  # a 20-step running mean
+    smooth = torch.tensor(losses).unfold(0, 20, 1).mean(1)  # a 20-step running mean ‖ 20 步的滑动平均
     ax.plot(range(20, len(losses) + 1), smooth, label=f"pos = {pos}")
-ax.axhline(val_nll(bigram), color="gray", ls=":", label="bigram (validation)")
-ax.set_xlabel("step")
-ax.set_ylabel("training NLL (nats/char)")
+ax.axhline(val_nll(bigram), color="gray", ls=":", label=say("bigram (validation)", "二元语法（验证集）"))
+ax.set_xlabel(say("step", "步"))
+ax.set_ylabel(say("training NLL (nats/char)", "训练 NLL（奈特/字符）"))
 ax.legend()
 plt.show()
 
@@ -390,18 +397,19 @@ plt.show()
 # %%
 lm = runs["rope"][0].eval()
 prompt = torch.tensor([tok.encode("ROMEO:\n")])
-print(tok.decode(rt.generate(lm, prompt, max_new_tokens=200, temperature=0.8, seed=0)[0]))
+sample = tok.decode(rt.generate(lm, prompt, max_new_tokens=200, temperature=0.8, seed=0)[0])
+print(rt.say(sample, f"“{sample}”"))  # the model's own English, quoted on the Chinese page ‖ 模型自己写的英文，中文页上加引号
 
 line = "First Citizen:\nWe are accounted poor"
 ids = torch.tensor([tok.encode(line)])
 with torch.no_grad(), rt.record_attention(lm) as maps:
     lm(ids)
-att = maps.decoder[1][0]  # (H, T, S): layer 1, the first (only) sequence
+att = maps.decoder[1][0]  # (H, T, S): layer 1, the first (only) sequence ‖ (H, T, S)：层 1，第一条（也是唯一一条）序列
 labels = [repr(c)[1:-1] for c in line]
 fig, axes = plt.subplots(1, 4, figsize=(16, 4.4))
 for h, ax in enumerate(axes):
     ax.imshow(att[h], cmap="Blues", vmin=0, vmax=1)
-    ax.set_title(f"layer 1, head {h}")
+    ax.set_title(layer_head(1, h))
     ax.set_xticks(range(len(labels)), labels, fontsize=6)
     ax.set_yticks(range(len(labels)), labels, fontsize=6)
 plt.show()

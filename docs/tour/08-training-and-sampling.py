@@ -85,23 +85,26 @@ import torch
 import redthread as rt
 from redthread.data import CharTokenizer, load_corpus, prepare_splits, split_corpus, text_path
 from redthread.data.lm import LMData
+from redthread.lang import say
 from redthread.train.loop import read_metrics, train
 
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
-work = tempfile.TemporaryDirectory()  # run folders and the token cache; removed at the end
-TEXT = text_path("tinyshakespeare")  # shipped with redthread
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
+work = tempfile.TemporaryDirectory()  # run folders and the token cache; removed at the end ‖ 运行文件夹和词元缓存，最后删除
+TEXT = text_path("tinyshakespeare")  # shipped with redthread ‖ 随 redthread 一起安装
 
 corpus = load_corpus(TEXT)
-train_text, val_text = split_corpus(corpus)  # one document: cut at 90%
+train_text, val_text = split_corpus(corpus)  # one document: cut at 90% ‖ 只有一篇文档：在 90% 处切开
 tok = CharTokenizer.from_text(corpus.text)
 train_ids, val_ids = prepare_splits(train_text, val_text, tok, cache_dir=work.name)
-print("characters (train, val):", len(train_text), len(val_text), "| vocabulary V:", tok.vocab_size)
+print(say("characters (train, val):", "字符数（训练集、验证集）："), len(train_text), len(val_text),
+      say("| vocabulary V:", "| 词表大小 V："), tok.vocab_size)
 
-counts = np.bincount(train_ids.tokens, minlength=tok.vocab_size) + 1.0  # add-one: every character possible
+counts = np.bincount(train_ids.tokens, minlength=tok.vocab_size) + 1.0  # add-one: every character possible ‖ 加一平滑：每个字符都可能出现
 unigram = counts / counts.sum()
-print(f"uniform  ln V = {math.log(tok.vocab_size):.3f} nats/token")
-print(f"unigram  val NLL = {-np.log(unigram[val_ids.tokens]).mean():.3f} nats/token")
+print(f"{say('uniform', '均匀分布'):8} ln V = {math.log(tok.vocab_size):.3f} {say('nats/token', '奈特/词元')}")
+print(f"{say('unigram', '一元语法'):8} {say('val NLL', '验证集 NLL')} = {-np.log(unigram[val_ids.tokens]).mean():.3f} "
+      f"{say('nats/token', '奈特/词元')}")
 
 # %% [markdown] lang="en"
 # ## The one training loop
@@ -158,7 +161,7 @@ print("y:", repr(tok.decode(y[0, :24].tolist())))
 
 # %%
 def run(model, data, steps, name, **overrides):
-    """Train with the one loop into a run folder; return its metrics rows (train loss, val NLL)."""
+    # train with the one loop into a run folder; return its metrics rows (train loss, val NLL) ‖ 用唯一的那个训练循环训练，写进运行文件夹；返回它的指标行（训练损失、验证集 NLL）
     settings = rt.TrainConfig(**{"max_iters": steps, "batch_size": 32, "lr": 1e-2, "min_lr": 1e-3, "warmup_iters": 50,
                                  "eval_interval": 50, "eval_batches": 10, "log_interval": 25, "seed": 0,
                                  "device": "cpu", **overrides})
@@ -167,12 +170,14 @@ def run(model, data, steps, name, **overrides):
 
 
 model = rt.TransformerLM(cfg)
-print(f"parameters: {model.num_params():,}")
+print(f"{say('parameters: ', '参数量：')}{model.num_params():,}")
 t0 = time.perf_counter()
 rows = run(model, data, 1000, "full")
-print(f"trained in {time.perf_counter() - t0:.0f} s")
-final = rt.evaluate(model, data, "val", batch_size=64)  # every validation character once
-print(f"val NLL {final['nll']:.3f} nats/token | {final['bpc']:.3f} bits/char | perplexity {final['ppl']:.2f}")
+seconds = time.perf_counter() - t0
+print(say(f"trained in {seconds:.0f} s", f"训练用时 {seconds:.0f} 秒"))
+final = rt.evaluate(model, data, "val", batch_size=64)  # every validation character once ‖ 每个验证字符各算一次
+print(f"{say('val NLL', '验证集 NLL')} {final['nll']:.3f} {say('nats/token', '奈特/词元')} | "
+      f"{final['bpc']:.3f} {say('bits/char', '比特/字符')} | {say('perplexity', '困惑度')} {final['ppl']:.2f}")
 
 # %% [markdown] lang="en"
 # The validation NLL, scored on every validation character once, has fallen well below the unigram's: the
@@ -199,7 +204,7 @@ small_ids, _ = prepare_splits(train_text[:10_000], val_text, tok, cache_dir=work
 torch.manual_seed(0)
 small_rows = run(rt.TransformerLM(cfg), LMData(small_ids, val_ids, cfg.block_size), 400, "small")
 
-# each run also saved loss.png through matplotlib's file-only backend: show figures inline again
+# each run also saved loss.png through matplotlib's file-only backend: show figures inline again ‖ 每次训练还用 matplotlib 只写文件的后端存了 loss.png：重新让图显示在页面里
 # %matplotlib inline
 
 
@@ -213,25 +218,30 @@ def curves(rows):
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
 for ax, r, n in zip(axes, (rows, small_rows), (len(train_text), 10_000)):
     ts, tl, vs, vl = curves(r)
-    ax.plot(ts, tl, label="train NLL")
-    ax.plot(vs, vl, "o-", ms=3, label="validation NLL")
-    ax.axhline(-np.log(unigram[val_ids.tokens]).mean(), color="grey", ls=":", label="unigram (val)")
-    ax.set_title(f"{n:,} training characters")
-    ax.set_xlabel("step")
+    ax.plot(ts, tl, label=say("train NLL", "训练集 NLL"))
+    ax.plot(vs, vl, "o-", ms=3, label=say("validation NLL", "验证集 NLL"))
+    ax.axhline(-np.log(unigram[val_ids.tokens]).mean(), color="grey", ls=":", label=say("unigram (val)", "一元语法（验证集）"))
+    ax.set_title(say(f"{n:,} training characters", f"{n:,} 个训练字符"))
+    ax.set_xlabel(say("step", "训练步"))
     ax.grid(alpha=0.3)
-axes[0].set_ylabel("nats / token")
+axes[0].set_ylabel(say("nats / token", "奈特/词元"))
 axes[1].legend()
-plt.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
-seen = 1000 * 32 * cfg.block_size  # steps x windows x characters
+seen = 1000 * 32 * cfg.block_size  # steps x windows x characters ‖ 步数 × 窗口数 × 字符数
+passes = seen / len(train_ids.tokens)
 ts, tl, vs, vl = curves(rows)
-print(f"full run: {seen:,} characters trained on, {seen / len(train_ids.tokens):.2f} passes over the training text; "
-      f"train NLL at the end {tl[-1]:.3f}, validation NLL {vl[-1]:.3f}")
+print(say(f"full run: {seen:,} characters trained on, {passes:.2f} passes over the training text; "
+          f"train NLL at the end {tl[-1]:.3f}, validation NLL {vl[-1]:.3f}",
+          f"完整训练：共训练了 {seen:,} 个字符，相当于把训练文本过了 {passes:.2f} 遍；"
+          f"最后训练集 NLL 为 {tl[-1]:.3f}，验证集 NLL 为 {vl[-1]:.3f}"))
 ts, tl, vs, vl = curves(small_rows)
 best = int(np.argmin(vl))
-print(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the end {vl[-1]:.3f}; "
-      f"train NLL at the end {tl[-1]:.3f}")
+print(say(f"small run: val NLL lowest at step {vs[best]} ({vl[best]:.3f}), at the end {vl[-1]:.3f}; "
+          f"train NLL at the end {tl[-1]:.3f}",
+          f"小数据训练：验证集 NLL 在第 {vs[best]} 步最低（{vl[best]:.3f}），最后为 {vl[-1]:.3f}；"
+          f"最后训练集 NLL 为 {tl[-1]:.3f}"))
 
 # %% [markdown] lang="en"
 # On the full text the two curves stay close: at the end the training loss is about 1.99 nats per character and the
@@ -303,28 +313,28 @@ context = "KING RICHARD III:\nWhat is the "
 idx = torch.tensor([tok.encode(context)])  # (1, T)
 model.eval()
 with torch.no_grad():
-    logits = model(idx)[:, -1]  # (1, V): scores of the next character
+    logits = model(idx)[:, -1]  # (1, V): scores of the next character ‖ (1, V)：下一个字符的分数
 p_model = logits.softmax(-1)[0]
-order = p_model.argsort(descending=True)[:20]  # the 20 most probable characters
+order = p_model.argsort(descending=True)[:20]  # the 20 most probable characters ‖ 概率最大的 20 个字符
 labels = [repr(tok.decode([int(i)]))[1:-1] for i in order]
 
-settings = {"model (T = 1)": {}, "T = 0.5": {"temperature": 0.5}, "T = 1.5": {"temperature": 1.5},
+settings = {say("model (T = 1)", "模型（T = 1）"): {}, "T = 0.5": {"temperature": 0.5}, "T = 1.5": {"temperature": 1.5},
             "top-k 5": {"top_k": 5}, "top-p 0.9": {"top_p": 0.9}, "min-p 0.1": {"min_p": 0.1}}
 fig, axes = plt.subplots(2, 3, figsize=(12, 5.5), sharey=True)
-print(f"{'setting':14} {'processors':28} {'kept':>5} {'top p':>6}")
+print(f"{say('setting', '设置'):14} {say('processors', '处理器'):28} {say('kept', '保留'):>5} {say('top p', '最大 p'):>6}")
 for ax, (name, kw) in zip(axes.flat, settings.items()):
     processors, greedy = rt.build_processors(**kw)
     z = logits
     for processor in processors:
         z = processor(z, idx)
     p = z.softmax(-1)[0]
-    ax.bar(range(20), p_model[order], color="lightgrey", label="model")
-    ax.bar(range(20), p[order], width=0.5, color="C0", label="after")
+    ax.bar(range(20), p_model[order], color="lightgrey", label=say("model", "模型"))
+    ax.bar(range(20), p[order], width=0.5, color="C0", label=say("after", "处理后"))
     ax.set_xticks(range(20), labels, fontsize=8)
     ax.set_title(name)
     print(f"{name:14} {str(processors):28} {int((p > 0).sum()):>5} {float(p.max()):>6.3f}")
 axes[0, 0].legend()
-plt.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"
@@ -341,7 +351,7 @@ plt.show()
 # 灰色柱是模型自己的分布，蓝色柱是实际采样所用的分布。温度保留所有字符，只是把概率质量推向（T < 1）
 # 或推离（T > 1）最可能的那几个。过滤器则砍掉尾部再重新归一化：top-k 无论概率多少都保留 $k$ 个字符；
 # top-p 保留恰好覆盖 90% 概率质量所需的字符数，所以会随模型的把握程度自动伸缩；min-p 保留概率至少是最大者十分之一的字符。
-# “kept” 一列是概率不为零的字符个数。
+# “保留”一列是概率不为零的字符个数。
 #
 # 再看从同一个开头、在四种温度下生成的整段样本。`rt.generate` 执行的就是上面那个循环，`seed` 让抽样可以复现；温度 0 即贪心解码。
 
@@ -349,7 +359,9 @@ plt.show()
 prompt = torch.tensor([tok.encode("KING RICHARD III:\n")])
 for t in (0.0, 0.5, 1.0, 1.5):
     out = rt.generate(model, prompt, max_new_tokens=160, temperature=t, seed=0)
-    print(f"--- temperature {t}\n{tok.decode(out[0, prompt.size(1):].tolist())}\n")
+    sample = tok.decode(out[0, prompt.size(1):].tolist())
+    # the model's own English, quoted on the Chinese page ‖ 模型自己写的英文，中文页上加引号
+    print(f"--- {say('temperature', '温度')} {t}\n{say(sample, f'“{sample}”')}\n")
 
 # %% [markdown] lang="en"
 # Greedy decoding quickly falls into a loop: the single most probable continuation of a text is rarely a
@@ -388,9 +400,10 @@ for use_cache in (True, False):
     t0 = time.perf_counter()
     outputs[use_cache] = rt.generate(model, prompt, max_new_tokens=500, temperature=1.0, seed=0, use_cache=use_cache)
     timings[use_cache] = time.perf_counter() - t0
-print("identical tokens:", torch.equal(outputs[True], outputs[False]))
-print(f"with cache {timings[True]:.2f} s | recomputing {timings[False]:.2f} s | "
-      f"ratio {timings[False] / timings[True]:.1f}")
+print(say("identical tokens:", "词元完全相同："), torch.equal(outputs[True], outputs[False]))
+ratio = timings[False] / timings[True]
+print(say(f"with cache {timings[True]:.2f} s | recomputing {timings[False]:.2f} s | ratio {ratio:.1f}",
+          f"用缓存 {timings[True]:.2f} 秒 | 每步重算 {timings[False]:.2f} 秒 | 相差 {ratio:.1f} 倍"))
 
 # %% [markdown] lang="en"
 # The same 500 tokens either way; the printed times are this machine's. The saving grows with the context:

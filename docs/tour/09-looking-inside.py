@@ -58,6 +58,7 @@ import redthread as rt
 from redthread.data import CharTokenizer, TokenSplit, load_corpus, split_corpus, text_path
 from redthread.data.lm import LMData
 from redthread.experiments.winograd import PAIRS
+from redthread.lang import layer_head, say
 from redthread.train.loop import train
 from redthread.viz.figures import plot_grid, plot_head
 from redthread.viz.heads import rank_heads
@@ -65,8 +66,8 @@ from redthread.viz.inspector import load_inspector
 
 # %matplotlib inline
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
-TEXT = text_path("tinyshakespeare")  # shipped with redthread
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
+TEXT = text_path("tinyshakespeare")  # shipped with redthread ‖ 随 redthread 一起安装
 
 # %% [markdown] lang="en"
 # ## A model of our own
@@ -91,7 +92,8 @@ data = LMData(*splits, cfg.block_size)
 settings = rt.TrainConfig(max_iters=600, batch_size=32, lr=1e-2, min_lr=1e-3, warmup_iters=50,
                           eval_interval=600, eval_batches=10, seed=0, device="cpu")
 result = train(model, data, settings, progress=False)
-print(f"step {result.step}: train loss {result.train_loss:.3f}, val NLL {result.val_nll:.3f} nats/token")
+print(say(f"step {result.step}: train loss {result.train_loss:.3f}, val NLL {result.val_nll:.3f} nats/token",
+          f"第 {result.step} 步：训练损失 {result.train_loss:.3f}，验证集 NLL {result.val_nll:.3f} 奈特/词元"))
 
 # %% [markdown] lang="en"
 # Record one line and draw every layer × head with `plot_grid`. Rows are queries (the character whose next
@@ -108,9 +110,9 @@ idx = torch.tensor([tok.encode(line)])  # (1, T)
 model.eval()
 with rt.record_attention(model) as maps, torch.no_grad():
     model(idx)
-print([tuple(a.shape) for a in maps.decoder])  # per layer: (B, H, T, S)
+print([tuple(a.shape) for a in maps.decoder])  # per layer: (B, H, T, S) ‖ 每层一个：(B, H, T, S)
 chars = list(line)
-plot_grid(maps.stacked("decoder")[:, 0], chars, chars, title="every layer x head, one line")
+plot_grid(maps.stacked("decoder")[:, 0], chars, chars, title=say("every layer x head, one line", "每一层 × 每个头，一行文字"))
 plt.show()
 
 # %% [markdown] lang="en"
@@ -127,7 +129,7 @@ plt.show()
 # %%
 windows = torch.stack([torch.from_numpy(splits[1].tokens[i : i + 64].astype(np.int64)) for i in range(0, 64 * 32, 64)])
 with rt.record_attention(model) as maps, torch.no_grad():
-    model(windows)  # 32 validation windows of 64 characters
+    model(windows)  # 32 validation windows of 64 characters ‖ 32 个验证窗口，每个 64 个字符
 att = maps.stacked("decoder")  # (L, B, H, T, T)
 T = att.size(-1)
 t = torch.arange(1, T)
@@ -138,8 +140,10 @@ is_newline = (windows == tok.encode("\n")[0]).float()  # (B, S)
 newlines = (att * is_newline[None, :, None, None, :]).sum(-1).mean((1, 3))
 entropy = -(att * att.clamp_min(1e-12).log()).sum(-1).mean((1, 3))
 uniform = torch.log(torch.arange(1, T + 1).float()).mean()
-print(f"uniform rows: entropy {uniform:.2f} nats | newlines: {is_newline.mean():.3f} of the keys")
-print("head  previous  itself  first  newlines  entropy")
+print(say(f"uniform rows: entropy {uniform:.2f} nats | newlines: {is_newline.mean():.3f} of the keys",
+          f"均匀的行：熵 {uniform:.2f} 奈特 | 换行符：占键的 {is_newline.mean():.3f}"))
+print(f"{say('head', '层.头'):5}{say('previous', '前一个'):>9}{say('itself', '自身'):>8}{say('first', '首位'):>7}"
+      f"{say('newlines', '换行符'):>10}{say('entropy', '熵'):>9}")
 for layer in range(cfg.n_layer):
     for head in range(cfg.n_head):
         print(f"{layer}.{head}   {prev[layer, head]:8.3f} {self_[layer, head]:7.3f} {first[layer, head]:6.3f} "
@@ -162,13 +166,13 @@ for layer in range(cfg.n_layer):
 # 下面是这个头在另一行文字上的注意力图：换行符那一列在整行里一直亮着。
 
 # %%
-top = int(newlines.flatten().argmax())  # the head that looks most at newlines
+top = int(newlines.flatten().argmax())  # the head that looks most at newlines ‖ 最常看换行符的那个头
 layer, head = divmod(top, cfg.n_head)
 line = "ROMEO:\nBut soft, what light"
 idx = torch.tensor([tok.encode(line)])
 with rt.record_attention(model) as maps, torch.no_grad():
     model(idx)
-plot_head(maps.decoder[layer][0, head], list(line), list(line), title=f"layer {layer}, head {head}")
+plot_head(maps.decoder[layer][0, head], list(line), list(line), title=layer_head(layer, head))
 plt.show()
 
 # %% [markdown] lang="en"
@@ -191,16 +195,16 @@ plt.show()
 
 # %%
 minilm = load_inspector(pretrained="minilm")
-print(minilm.description)
-TIRED, WIDE = PAIRS[0].texts  # "... because it was too tired." / "... too wide."
+print(minilm.shown_description)
+TIRED, WIDE = PAIRS[0].texts  # "... because it was too tired." / "... too wide." ‖ “……because it was too tired.” / “……too wide.”
 toks, maps, _ = minilm.attention(TIRED)
 print(toks.labels)
 att = maps.stacked("encoder")[:, 0]  # (L, H, S, S)
 it = toks.labels.index("it")
-row = att[:, :, it, :].mean(1)  # (L, S): where 'it' looks, mean over the 12 heads of each layer
+row = att[:, :, it, :].mean(1)  # (L, S): where 'it' looks, mean over the 12 heads of each layer ‖ (L, S)：'it' 看向哪里，对每层 12 个头取平均
 columns = ["[CLS]", "animal", "street", "it", ".", "[SEP]"]
 where = [toks.labels.index(c) for c in columns]
-print("layer " + "".join(f"{c:>8}" for c in columns) + "    rest")
+print(f"{say('layer', '层'):5} " + "".join(f"{say(c, f'“{c}”'):>8}" for c in columns) + f"{say('rest', '其余'):>8}")
 for layer in range(att.size(0)):
     rest = 1 - float(row[layer, where].sum())
     print(f"{layer:5} " + "".join(f"{float(row[layer, s]):8.3f}" for s in where) + f"{rest:8.3f}")
@@ -229,17 +233,20 @@ for i, (text, ranking) in enumerate(rankings.items()):
     for j, word in enumerate(("animal", "street")):
         weights = np.array(ranking["targets"][word]["weights"])  # (L, H)
         image = axes[i, j].imshow(weights, cmap="Blues", vmin=0, vmax=0.7)
-        axes[i, j].set_title(f"'it' -> '{word}', ...too {text.split()[-1][:-1]}", fontsize=10)
+        too = f"too {text.split()[-1][:-1]}"
+        axes[i, j].set_title(say(f"'it' -> '{word}', ...{too}", f"'it' → '{word}'，“……{too}”"), fontsize=10)
 for ax in axes[1]:
-    ax.set_xlabel("head")
+    ax.set_xlabel(say("head", "头"))
 for ax in axes[:, 0]:
-    ax.set_ylabel("layer")
-fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    ax.set_ylabel(say("layer", "层"))
+fig.colorbar(image, ax=axes, shrink=0.8, label=say("attention weight", "注意力权重"))
 plt.show()
 for text, ranking in rankings.items():
+    too = f"too {text.split()[-1][:-1]}"
     for word, r in ranking["targets"].items():
         tops = ", ".join(f"{h['layer']}.{h['head']}: {h['weight']:.3f}" for h in r["top"][:3])
-        print(f"too {text.split()[-1][:-1]:6} {word:7} mean {r['mean']:.3f} | top heads {tops}")
+        print(f"{say(f'{too:10}', f'“{too}”'.ljust(11))} {word:7} {say('mean', '平均')} {r['mean']:.3f} | "
+              f"{say('top heads', '权重最大的头')} {tops}")
 
 # %% [markdown] lang="en"
 # In the 'tired' sentence two heads, 3.1 and 5.11 (layer.head, from 0), send about two thirds of 'it' to
@@ -255,7 +262,8 @@ for text, ranking in rankings.items():
 # street 只多了一点点。下面是头 3.1 在 “tired” 句上的完整注意力图，要看的是 it 那一行。
 
 # %%
-plot_head(att[3, 1], toks.labels, toks.labels, title="all-MiniLM-L6-v2, layer 3, head 1")
+plot_head(att[3, 1], toks.labels, toks.labels,
+          title=say("all-MiniLM-L6-v2, layer 3, head 1", "all-MiniLM-L6-v2，层 3·头 1"))
 plt.show()
 
 # %% [markdown] lang="en"
@@ -284,7 +292,7 @@ plt.show()
 
 # %%
 def margins(pair):
-    """Weight from the pronoun on its referent minus on the other candidate, per layer and head, in both texts."""
+    # weight from the pronoun on its referent minus on the other candidate, per layer and head, in both texts ‖ 代词放在指代对象上的权重减去放在另一个候选词上的，按层和头，两句各算一次
     out = []
     for i, text in enumerate(pair.texts):
         w = rank_heads(minilm, text, source=pair.pronoun, targets=list(pair.candidates))["targets"]
@@ -294,23 +302,26 @@ def margins(pair):
 
 
 m = torch.stack([margins(pair) for pair in PAIRS])  # (pairs, 2, L, H)
-readings = {"mean over 72 heads": m.mean((-2, -1)), "head 3.1": m[..., 3, 1]}  # (pairs, 2) each
+readings = {say("mean over 72 heads", "72 个头的平均"): m.mean((-2, -1)), say("head 3.1", "头 3.1"): m[..., 3, 1]}  # (pairs, 2) each ‖ 各为 (句对数, 2)
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
 for ax, (name, r) in zip(axes, readings.items()):
     ax.scatter(r[:, 0], r[:, 1], s=18)
-    ax.scatter(r[:1, 0], r[:1, 1], s=60, facecolors="none", edgecolors="C3", label="animal / street")
+    ax.scatter(r[:1, 0], r[:1, 1], s=60, facecolors="none", edgecolors="C3",
+               label=say("animal / street", "“animal / street”那一对"))
     ax.axhline(0, color="grey", lw=0.8)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_title(name)
-    ax.set_xlabel("margin, first text")
-    ax.set_ylabel("margin, second text")
+    ax.set_xlabel(say("margin, first text", "差值，第 1 句"))
+    ax.set_ylabel(say("margin, second text", "差值，第 2 句"))
 axes[0].legend()
-plt.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
-print(f"pairs: {len(PAIRS)}")
+print(say(f"pairs: {len(PAIRS)}", f"句对：{len(PAIRS)} 个"))
 for name, r in readings.items():
-    print(f"{name:18}  texts right {int((r > 0).sum())} of {r.numel()} | pairs that flip with the referent "
-          f"{int((r > 0).all(1).sum())}, against it {int((r < 0).all(1).sum())}")
+    right, flip, against = int((r > 0).sum()), int((r > 0).all(1).sum()), int((r < 0).all(1).sum())
+    print(f"{name:18}  " + say(f"texts right {right} of {r.numel()} | pairs that flip with the referent {flip}, "
+                               f"against it {against}",
+                               f"选对的句子 {right} / {r.numel()} | 随指代对象翻转的句对 {flip}，反向翻转 {against}"))
 
 # %% [markdown] lang="en"
 # Neither reading follows the referent. The mean over heads picks the referent in 31 of 64 texts and flips

@@ -59,17 +59,18 @@ import redthread as rt
 from redthread.data.captions import load_caption_data
 from redthread.data.images import load_digits
 from redthread.generate.captions import caption
+from redthread.lang import layer_head, say
 from redthread.train.loop import classifier_score, train
 from redthread.viz.image_attention import caption_attention, caption_overlays
 from redthread.viz.patches import attention_rollout, caption_grounding, plot_patch_overlays
 
 # %matplotlib inline
 torch.manual_seed(0)
-torch.set_num_threads(1)  # small models: one thread beats two that wait on each other
+torch.set_num_threads(1)  # small models: one thread beats two that wait on each other ‖ 小模型：一个线程比两个互相等待的线程快
 
-digits = load_digits()  # pixels in [0, 1]; "val" is the test split
+digits = load_digits()  # pixels in [0, 1]; "val" is the test split ‖ 像素值在 [0, 1] 之间；"val" 就是测试集
 images, labels = digits.split("train")
-print("train", tuple(images.shape), "| test", tuple(digits.split("val")[0].shape))
+print(say("train", "训练集"), tuple(images.shape), say("| test", "| 测试集"), tuple(digits.split("val")[0].shape))
 
 # %% [markdown] lang="en"
 # With $p = 2$ an 8 × 8 digit becomes a 4 × 4 grid of 16 patches, each a vector of 4 pixels: a "sentence" of
@@ -82,19 +83,20 @@ print("train", tuple(images.shape), "| test", tuple(digits.split("val")[0].shape
 # %%
 p = 2
 image = images[0, 0]  # (8, 8)
-patches = image.unfold(0, p, p).unfold(1, p, p).reshape(-1, p * p)  # (16, 4): row-major patches
+patches = image.unfold(0, p, p).unfold(1, p, p).reshape(-1, p * p)  # (16, 4): row-major patches ‖ (16, 4)：图块逐行排列
 fig, axes = plt.subplots(1, 2, figsize=(10, 3), gridspec_kw={"width_ratios": [1, 3.2]})
 axes[0].imshow(image, cmap="gray_r")
 for k in range(1, 8 // p):
     axes[0].axhline(k * p - 0.5, color="C3")
     axes[0].axvline(k * p - 0.5, color="C3")
-axes[0].set_title(f"label {int(labels[0])}, {8 // p} x {8 // p} patches")
+axes[0].set_title(say(f"label {int(labels[0])}, {8 // p} x {8 // p} patches",
+                      f"标签 {int(labels[0])}，{8 // p} × {8 // p} 个图块"))
 axes[1].imshow(patches.T, cmap="gray_r", aspect="auto")
 axes[1].set_xticks(range(16))
-axes[1].set_xlabel("patch (token) 0-15")
-axes[1].set_ylabel("pixel in patch")
-axes[1].set_title("the same image as a sequence of 16 vectors")
-plt.tight_layout()
+axes[1].set_xlabel(say("patch (token) 0-15", "图块（词元）0-15"))
+axes[1].set_ylabel(say("pixel in patch", "图块里的像素"))
+axes[1].set_title(say("the same image as a sequence of 16 vectors", "同一张图像，看作 16 个向量组成的序列"))
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %% [markdown] lang="en"
@@ -112,8 +114,8 @@ conv = vit.patch_emb.proj  # Conv2d(1, 48, kernel_size=2, stride=2)
 with torch.no_grad():
     by_conv = vit.patch_emb(images[:1])[0]  # (16, 48)
     by_matrix = patches @ conv.weight.reshape(cfg.d_model, -1).T + conv.bias  # (16, 4) @ (4, 48)
-print("max |difference|:", float((by_conv - by_matrix).abs().max()))
-print(f"parameters: {vit.num_params():,}")
+print(say("max |difference|:", "最大 |差值|："), float((by_conv - by_matrix).abs().max()))
+print(f"{say('parameters: ', '参数量：')}{vit.num_params():,}")
 
 # %% [markdown] lang="en"
 # Training is the loop of chapter 8 unchanged: a batch is now (images, labels), and the model's likelihood is
@@ -126,8 +128,9 @@ print(f"parameters: {vit.num_params():,}")
 settings = rt.TrainConfig(max_iters=600, batch_size=64, lr=2e-3, min_lr=1e-4, warmup_iters=50, weight_decay=0.05,
                           eval_interval=600, seed=0, device="cpu")
 train(vit, digits, settings, progress=False)
-score = classifier_score(vit, digits)  # every test image once
-print(f"test accuracy {score['accuracy']:.3f} | test NLL {score['nll']:.3f} nats/image | images {score['images']}")
+score = classifier_score(vit, digits)  # every test image once ‖ 每张测试图像各算一次
+print(say(f"test accuracy {score['accuracy']:.3f} | test NLL {score['nll']:.3f} nats/image | images {score['images']}",
+          f"测试集准确率 {score['accuracy']:.3f} | 测试集 NLL {score['nll']:.3f} 奈特/图像 | 图像 {score['images']} 张"))
 
 # %% [markdown] lang="en"
 # After 600 steps the ViT classifies 97.2% of the test digits correctly. Good, but not better than the simple
@@ -154,17 +157,20 @@ x = test_images[:1]  # (1, 1, 8, 8)
 vit.eval()
 with rt.record_attention(vit) as maps, torch.no_grad():
     probs = vit(x).softmax(-1)[0]
-att = maps.stacked("encoder")[:, 0]  # (L, H, 17, 17): the class token first, then the 16 patches
-rollout = attention_rollout(att)[0, 1:]  # (16,): what the class token gathers from each input patch
-last = att[-1, :, 0, 1:]  # (H, 16): the class token's row in each head of the last layer
-print(f"label {int(test_labels[0])} | P(label | image) = {float(probs[test_labels[0]]):.3f}")
-print("ink per patch (4 x 4):")
+att = maps.stacked("encoder")[:, 0]  # (L, H, 17, 17): the class token first, then the 16 patches ‖ (L, H, 17, 17)：先是类别词元，再是 16 个图块
+rollout = attention_rollout(att)[0, 1:]  # (16,): what the class token gathers from each input patch ‖ (16,)：类别词元从每个输入图块汇聚了多少
+last = att[-1, :, 0, 1:]  # (H, 16): the class token's row in each head of the last layer ‖ (H, 16)：最后一层每个头里类别词元那一行
+p_label = float(probs[test_labels[0]])
+print(say(f"label {int(test_labels[0])} | P(label | image) = {p_label:.3f}",
+          f"标签 {int(test_labels[0])} | P(标签 | 图像) = {p_label:.3f}"))
+print(say("ink per patch (4 x 4):", "每个图块的墨迹（4 × 4）："))
 print(x[0, 0].unfold(0, p, p).unfold(1, p, p).sum((-1, -2)).numpy().round(2))
-print("class token <- patches, rollout (4 x 4):")
+print(say("class token <- patches, rollout (4 x 4):", "类别词元 ← 图块，注意力展开（4 × 4）："))
 print(rollout.reshape(4, 4).numpy().round(3))
 fig = plot_patch_overlays(x[0], torch.cat([rollout[None], last]),
-                          ["rollout, all layers"] + [f"layer {cfg.n_layer - 1}, head {h}" for h in range(cfg.n_head)])
-# plot_patch_overlays selects matplotlib's file-only backend: show figures inline again
+                          [say("rollout, all layers", "注意力展开，所有层")]
+                          + [layer_head(cfg.n_layer - 1, h) for h in range(cfg.n_head)])
+# plot_patch_overlays selects matplotlib's file-only backend: show figures inline again ‖ plot_patch_overlays 会换成 matplotlib 只写文件的后端，重新让图显示在页面里
 # %matplotlib inline
 plt.show()
 
@@ -239,15 +245,17 @@ plt.show()
 # 我们知道每个颜色词、形状词指的是哪些图块。测试场景的图像如果也出现在训练集里就会被剔除，所以每张测试图像对模型都是新的。
 
 # %%
-data = load_caption_data("caption-shapes", n_train=3000, n_test=300)  # training scenes from seed 0, test from seed 1
+data = load_caption_data("caption-shapes", n_train=3000, n_test=300)  # training scenes from seed 0, test from seed 1 ‖ 训练场景由种子 0 生成，测试场景由种子 1 生成
 scenes = data.split("val")
-print("training scenes", len(data.split("train")), "| unseen test scenes", len(scenes), "| words", data.vocab.to_list())
+print(say("training scenes", "训练场景"), len(data.split("train")), say("| unseen test scenes", "| 没见过的测试场景"), len(scenes),
+      say("| words", "| 词表"), data.vocab.to_list())
 fig, axes = plt.subplots(1, 4, figsize=(12, 3.4))
 for i, ax in enumerate(axes):
     ax.imshow(scenes.images[i].permute(1, 2, 0))
-    ax.set_title(" ".join(data.vocab.decode(scenes.tokens[i].tolist())), fontsize=8, wrap=True)
+    reference = " ".join(data.vocab.decode(scenes.tokens[i].tolist()))
+    ax.set_title(say(reference, f"“{reference}”"), fontsize=8, wrap=True)  # quoted on the Chinese page ‖ 中文页上加引号
     ax.axis("off")
-plt.tight_layout()
+fig.set_layout_engine("tight")  # laid out when drawn, in each language ‖ 绘制时排版，每种语言各排一次
 plt.show()
 
 # %%
@@ -259,14 +267,18 @@ captioner = rt.Captioner(cap_cfg)
 settings = rt.TrainConfig(max_iters=800, batch_size=64, lr=3e-3, min_lr=1e-4, warmup_iters=50, weight_decay=0.05,
                           eval_interval=800, seed=0, device="cpu")
 train(captioner, data, settings, progress=False)
-print(f"parameters {captioner.num_params():,} | test NLL {rt.evaluate(captioner, data, 'val')['nll']:.4f} nats/word")
+nll = rt.evaluate(captioner, data, "val")["nll"]
+print(say(f"parameters {captioner.num_params():,} | test NLL {nll:.4f} nats/word",
+          f"参数量 {captioner.num_params():,} | 测试集 NLL {nll:.4f} 奈特/词"))
 
-out = caption(captioner, scenes.images)  # greedy, with the KV cache: (N, T), <bos> first
+out = caption(captioner, scenes.images)  # greedy, with the KV cache: (N, T), <bos> first ‖ 贪心解码，用 KV 缓存：(N, T)，以 <bos> 开头
 words = [data.vocab.decode(row.tolist()) for row in out]
 references = [data.vocab.decode(row.tolist()) for row in scenes.tokens]
-print(f"greedy captions equal to the reference: {sum(w == r for w, r in zip(words, references))} of {len(scenes)}")
+same = sum(w == r for w, r in zip(words, references))
+print(say(f"greedy captions equal to the reference: {same} of {len(scenes)}", f"贪心解码的描述与参考描述相同：{same} / {len(scenes)}"))
 for w, r in list(zip(words, references))[:4]:
-    print(("  same   " if w == r else "  differ ") + " ".join(w))
+    text = " ".join(w)
+    print(f"  {say('same', '相同') if w == r else say('differ', '不同'):7}" + say(text, f"“{text}”"))
 
 # %% [markdown] lang="en"
 # After 800 steps, greedy decoding gives exactly the reference caption for 277 of the 299 unseen test scenes.
@@ -280,12 +292,13 @@ for w, r in list(zip(words, references))[:4]:
 # 场景故意做得很简单：正因为是我们自己生成的，才能检查每个词看向了哪里。
 
 # %%
-grounding = caption_grounding(captioner, data)  # teacher-forced on the reference captions of the test scenes
-print(f"object words {grounding.words} | mass on the named object {grounding.score:.3f} | "
-      f"uniform attention {grounding.uniform:.3f}")
-ids, maps = caption_attention(captioner, scenes.images[2:3])  # the greedy caption, recorded in one pass
+grounding = caption_grounding(captioner, data)  # teacher-forced on the reference captions of the test scenes ‖ 在测试场景的参考描述上用教师强制
+print(say(f"object words {grounding.words} | mass on the named object {grounding.score:.3f} | "
+          f"uniform attention {grounding.uniform:.3f}",
+          f"物体词 {grounding.words} 个 | 落在所指物体上的权重 {grounding.score:.3f} | 均匀注意力 {grounding.uniform:.3f}"))
+ids, maps = caption_attention(captioner, scenes.images[2:3])  # the greedy caption, recorded in one pass ‖ 贪心解码的描述，一次前向就记录下来
 caption_overlays(scenes.images[2:3], ids, maps, data.vocab, path=None)
-# caption_overlays selects matplotlib's file-only backend: show figures inline again
+# caption_overlays selects matplotlib's file-only backend: show figures inline again ‖ caption_overlays 会换成 matplotlib 只写文件的后端，重新让图显示在页面里
 # %matplotlib inline
 plt.show()
 

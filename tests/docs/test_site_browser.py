@@ -11,6 +11,9 @@ from urllib.parse import urljoin
 
 import pytest
 
+from tests.docs.conftest import CHAPTERS
+from tests.latin_prose import latin_prose
+
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
@@ -144,3 +147,30 @@ def test_the_claims_tables_last_column_can_be_read_at_1366_pixels(laptop, served
         assert fit["right"] <= fit["edge"] and fit["overflow"] <= 0, f"{path}: the verdict column is cut off: {fit}"
         assert fit["verdicts"][0] == "verdict" and any(v.endswith("holds") for v in fit["verdicts"])  # 成立 / holds
     assert laptop.outside == [] and laptop.errors == []
+
+
+# what a Chinese reader sees of a chapter's page: its prose, its outputs and its code's comments; the code itself,
+# formulas, the model's text shown as data and the site's search box are not prose
+SEEN = """() => {
+    const article = document.querySelector("article").cloneNode(true);
+    article.querySelectorAll("mjx-container, script, style, .jp-InputArea pre > code, .jp-InputArea pre").forEach(e => {
+        if (!e.matches(".jp-InputArea pre, .jp-InputArea pre > code")) { e.remove(); return; }
+        const comments = [...e.querySelectorAll(".c, .c1, .cm, .ch")].map(c => c.textContent).join("\\n");
+        e.replaceWith(document.createTextNode("\\n" + comments + "\\n"));
+    });
+    article.querySelectorAll("code").forEach(e => e.remove());  // inline code: identifiers
+    return article.innerText;
+}"""
+
+
+@pytest.mark.parametrize("chapter", [c.stem for c in CHAPTERS], ids=str)
+def test_a_chinese_chapter_page_shows_no_english_prose(page, served, chapter):
+    """The acceptance of issue 28 for the tour: each chapter's Chinese page, as Chromium draws it, holds no English
+    prose in its text, outputs or code comments (tests/latin_prose.py: names, notation and quoted data aside); its
+    figures are checked by their texts in tests/docs/test_tour.py."""
+    page.goto(served + f"zh/tour/{chapter}/")
+    assert page.get_attribute("html", "lang").startswith("zh")
+    text = page.evaluate(SEEN)
+    assert len(text) > 200
+    assert latin_prose(text) == []
+    assert page.errors == []

@@ -118,22 +118,25 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 def plot_loss_curve(rows: list[dict], out: Path) -> None:
     """Training loss and validation NLL against step (the rows of metrics.jsonl), as a PNG."""
-    from redthread.lang import figure_fonts, say
+    from redthread.lang import figure_fonts, language, resolve, say
     from redthread.plotting import pyplot
 
     plt = pyplot()
+
+    def words(en: str, zh: str) -> str:  # a file holds one language, even where `say` keeps both (the tour's kernel)
+        return resolve(say(en, zh), language())
 
     train_rows = [r for r in rows if "loss" in r]
     val_rows = [r for r in rows if "val_nll" in r]
     with figure_fonts():  # the words in the language chosen (redthread.lang); Chinese in a CJK font
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot([r["step"] for r in train_rows], [r["loss"] for r in train_rows], lw=1,
-                label=say("train NLL", "训练集 NLL"))
+                label=words("train NLL", "训练集 NLL"))
         if val_rows:  # a run stopped before its first evaluation has no validation points to show
             ax.plot([r["step"] for r in val_rows], [r["val_nll"] for r in val_rows], "o-", ms=3,
-                    label=say("validation NLL", "验证集 NLL"))
-        ax.set_xlabel(say("step", "训练步"))
-        ax.set_ylabel(say("nats / token", "奈特/词元"))
+                    label=words("validation NLL", "验证集 NLL"))
+        ax.set_xlabel(words("step", "训练步"))
+        ax.set_ylabel(words("nats / token", "奈特/词元"))
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()

@@ -238,7 +238,7 @@ def caption_overlays(image: torch.Tensor, ids: list[int], maps, vocab: Vocabular
     titles = [vocab.words[i] for i in ids[1:]]
     caption = " ".join(vocab.decode(ids))
     plot_patch_overlays(image[0], rows, titles, path,
-                        suptitle=say(f"\"{caption}\": cross-attention per word ({which})", f"\"{caption}\"：每个词的交叉注意力（{which}）")
+                        suptitle=say(f"\"{caption}\": cross-attention per word ({which})", f"“{caption}”：每个词的交叉注意力（{which}）")
                         + (f"\n{title}" if title else ""))
 
     return caption
