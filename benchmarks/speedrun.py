@@ -183,13 +183,15 @@ def hf_check(rounds: int, steps: int) -> dict:
     return {"tokens_per_s": med, "ratio": med["redthread (a)"] / med["HF GPT2LMHeadModel"], "rounds": rates}
 
 
-def plot(arms: list[Arm], out: str) -> None:
+def plot(arms: list[Arm], out: str, target: float | None = None) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for arm in arms:
         ax.plot([c["seconds"] for c in arm.checks], [c["nll"] for c in arm.checks], "o-", ms=3, label=arm.name)
     for t in THRESHOLDS:
         ax.axhline(t, color="grey", lw=0.8, ls=":")
+    if target is not None:
+        ax.axhline(target, color="C3", lw=0.8, ls="--", label=f"{target}: nanoGPT's figure, on a GPU")
     ax.set_xlabel("seconds of training (two CPU threads; scoring time left out)")
     ax.set_ylabel("validation NLL, whole split (nats/char)")
     ax.set_ylim(top=min(3.5, max(c["nll"] for a in arms for c in a.checks)))
@@ -314,7 +316,7 @@ def main() -> None:
     met = report(a, b, args.budget, hf, long)
     arms = [x for x in (a, b) if x is not None]
     if args.plot:
-        plot(arms, args.plot)
+        plot(arms, args.plot, TARGET_LONG if long else None)
     write_json(args.json, {"protocol": {"budget": args.budget, "thresholds": THRESHOLDS, "checks": points,
                                         "seed": args.seed, "stop_at": args.stop_at},
                            "hf_check": hf, "met": met, "environment": environment(),

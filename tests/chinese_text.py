@@ -1,6 +1,8 @@
 """What counts as English prose on a surface drawn in Chinese: the Latin-letter words of a text that are not
 code identifiers, units, model names or proper names (`ALLOWED`), nor model text the caller names. Used by the
-figure tests (every text artist of a matplotlib figure) and the browser tests (the visible text of a page)."""
+figure tests (every text artist of a matplotlib figure) and the browser tests (the visible text of a page).
+`prose_runs` is the looser rule for the tour's pages: runs of two or more such words (a label never translated),
+with the Chinese quotes “…” and 「…」 marking data (a model's English sample) as well."""
 
 from __future__ import annotations
 
@@ -43,3 +45,38 @@ def prose(text: str, allowed: set[str] | frozenset[str] = frozenset()) -> list[s
             if len(word) > 1 and word not in ALLOWED and word not in allowed:
                 words.append(word)
     return words
+
+
+# ---- runs of English prose: the tour's pages -------------------------------------------------------------------
+
+RUN_ALLOWED = {  # besides ALLOWED, in lower case: names and notation the tour's pages keep in Latin letters
+    "transformer", "transformers", "vit", "lstm", "gru", "rnn", "mlp", "bert", "gpt", "gelu", "relu", "softmax",
+    "layernorm", "rmsnorm", "adamw", "adam", "sgd", "muon", "rope", "bpe", "shakespeare", "tiny", "tinyshakespeare",
+    "names", "tang", "hugging", "face", "pytorch", "torch", "numpy", "scikit-learn", "sklearn", "matplotlib",
+    "nadaraya-watson", "nadaraya", "watson", "xavier", "kaiming", "he", "chrono", "top-k", "top-p", "min-p",
+    "nucleus", "redthread", "nanogpt", "makemore", "d2l", "jupyter", "chromium", "n-gram", "bigram", "trigram",
+    "unigram", "q", "k", "v", "x", "y", "w", "b", "z", "h", "t", "n", "d", "log", "exp", "max", "min", "argmax",
+    "mnist", "cifar", "kv", "cache", "minilm", "bos", "eos", "pad", "unk", "vs",
+}
+QUOTED = re.compile(r"“[^”]*”|「[^」]*」|‘[^’\n]*’|'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+NOT_WORDS = re.compile(r"\S*[_./=:()\[\]{}<>#@\\0-9]\S*|https?://\S+")  # identifiers, numbers, paths, links
+RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ \t]+[A-Za-z][A-Za-z'’-]*)+")
+
+
+def _prose_word(word: str) -> bool:
+    """An English word, not a name, an acronym or notation."""
+    w = word.strip("'’-")
+    return len(w) > 1 and not w.isupper() and w.lower() not in RUN_ALLOWED and w not in ALLOWED
+
+
+def prose_runs(text: str) -> list[str]:
+    """The runs of English prose in a Chinese text: two or more prose words in a row. Looser than `prose`, for the
+    tour's pages, whose printed outputs name models, files and settings freely: a label left untranslated reads as a
+    run ("validation loss"), a name as one word ("Transformer")."""
+    text = NOT_WORDS.sub(" ", QUOTED.sub(" ", text))
+    hits = []
+    for run in RUN.finditer(text):
+        words = run.group().split()
+        if sum(_prose_word(w) for w in words) >= 2:
+            hits.append(run.group())
+    return hits

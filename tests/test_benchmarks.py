@@ -104,12 +104,13 @@ def test_speedrun_long_runs_nanogpt_char_recipe_and_prints_the_compute(tmp_path)
     text = tmp_path / "text.txt"
     text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
     out = run_script("speedrun.py", "--data", str(text), "--budget", "2", "--long", "--hf-rounds", "1", "--hf-steps", "2",
-                     "--recipe", '{"model": {"n_layer": 1, "d_model": 32}}', "--json", str(tmp_path / "f.json"), cache=tmp_path)
+                     "--recipe", '{"model": {"n_layer": 1, "d_model": 32}}', "--json", str(tmp_path / "f.json"),
+                     "--plot", str(tmp_path / "long.png"), cache=tmp_path)
     assert "(a) nanoGPT char recipe" in out and "'d_model': 384" in out and "'n_layer': 1" in out
     assert "(target <= 1.47, nanoGPT's GPU figure 1.4697)" in out and "nanoGPT's 1.4697 took 5000 steps" in out
     figures = json.loads((tmp_path / "f.json").read_text())
     assert [len(arm["checks"]) >= 1 and arm["train_flops"] > 0 for arm in figures["arms"]] == [True, True]
-    assert set(figures["met"]) == {"NLL at 2 s"}
+    assert set(figures["met"]) == {"NLL at 2 s"} and (tmp_path / "long.png").is_file()
 
 
 def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(tmp_path):

@@ -12,7 +12,7 @@ from urllib.parse import urljoin
 import pytest
 
 from tests.docs.conftest import CHAPTERS
-from tests.latin_prose import latin_prose
+from tests.chinese_text import prose_runs
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -166,11 +166,11 @@ SEEN = """() => {
 @pytest.mark.parametrize("chapter", [c.stem for c in CHAPTERS], ids=str)
 def test_a_chinese_chapter_page_shows_no_english_prose(page, served, chapter):
     """The acceptance of issue 28 for the tour: each chapter's Chinese page, as Chromium draws it, holds no English
-    prose in its text, outputs or code comments (tests/latin_prose.py: names, notation and quoted data aside); its
+    prose in its text, outputs or code comments (tests/chinese_text.py, prose_runs: names, notation and quoted data aside); its
     figures are checked by their texts in tests/docs/test_tour.py."""
     page.goto(served + f"zh/tour/{chapter}/")
     assert page.get_attribute("html", "lang").startswith("zh")
     text = page.evaluate(SEEN)
     assert len(text) > 200
-    assert latin_prose(text) == []
+    assert prose_runs(text) == []
     assert page.errors == []

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from tests.docs.conftest import CHAPTERS, DOCS, EXAMPLE
-from tests.latin_prose import latin_prose
+from tests.chinese_text import prose_runs
 
 HEADER = """# ---
 # jupyter:
@@ -127,14 +127,14 @@ def test_chapter_executes_once_into_both_languages(chapter, executed_tour):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_the_chinese_chapter_shows_no_english_prose(chapter, executed_tour):
     """The Chinese notebook: its code comments, printed lines, pages and every figure's texts (as drawn, from the
-    kernel's Chinese drawing) hold no English prose (tests/latin_prose.py: names, notation and quoted data aside)."""
+    kernel's Chinese drawing) hold no English prose (tests/chinese_text.py, prose_runs: names, notation and quoted data aside)."""
     zh = nbformat.read(executed_tour.notebooks(chapter)["zh"], as_version=4)
     found = {}
     for i, cell in enumerate(c for c in zh.cells if c.cell_type == "code"):
         comments = [line.split("#", 1)[1] for line in cell.source.splitlines() if "#" in line and not line.lstrip().startswith("%")]
         figures = [t for o in cell.outputs if "image/png" in o.get("data", {}) for t in o.metadata["redthread"]["figure_texts"]]
         for text in [*comments, shown_text(cell), *figures]:
-            if hits := latin_prose(text):
+            if hits := prose_runs(text):
                 found.setdefault(f"code cell {i}", []).extend(hits)
     assert found == {}
 

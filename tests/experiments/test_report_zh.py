@@ -212,12 +212,12 @@ def test_the_chinese_index_lists_every_experiment_in_the_english_order_in_chines
     from redthread.experiments.report_zh import index_zh
 
     sys.path.insert(0, str(ROOT))
-    from tests.latin_prose import latin_prose
+    from tests.chinese_text import prose_runs
 
     root = ROOT / "docs" / "experiments"
     text = index_zh(root)
     english = (root / "index.md").read_text(encoding="utf-8")
     order = re.findall(r"^\| \[([\w-]+)\]\(\1/report\.md\)", english, re.M)
     assert re.findall(r"^\| \[[^\]]+\]\(([\w-]+)/report\.md\)", text, re.M) == order and len(order) >= 21
-    assert "holds" not in text and "inconclusive" not in text and latin_prose(text) == []
+    assert "holds" not in text and "inconclusive" not in text and prose_runs(text) == []
     assert (root / "index.zh.md").read_text(encoding="utf-8") == text  # the committed page is not stale
