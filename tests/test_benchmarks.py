@@ -111,6 +111,9 @@ def test_speedrun_long_runs_nanogpt_char_recipe_and_prints_the_compute(tmp_path)
     figures = json.loads((tmp_path / "f.json").read_text())
     assert [len(arm["checks"]) >= 1 and arm["train_flops"] > 0 for arm in figures["arms"]] == [True, True]
     assert set(figures["met"]) == {"NLL at 2 s"} and (tmp_path / "long.png").is_file()
+    out = run_script("speedrun.py", "--data", str(text), "--budget", "2", "--long", "--arms", "b",
+                     "--recipe", '{"model": {"n_layer": 1, "d_model": 32}}', cache=tmp_path)
+    assert "(target <= 1.47, nanoGPT's GPU figure 1.4697)" in out and "(a) at" not in out and "one arm only" not in out
 
 
 def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(tmp_path):
