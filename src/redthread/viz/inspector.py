@@ -29,7 +29,7 @@ from torch import nn
 
 from redthread.errors import InvalidType, InvalidValue
 from redthread.generate.config import MAX_SEED, SampleConfig  # noqa: F401 (MAX_SEED: the app's bound too)
-from redthread.lang import RUNGS_ZH, both_languages, say
+from redthread.lang import RUNGS_ZH, both_languages, language, resolve, say
 from redthread.models.base import model_device
 from redthread.viz.explorer import payload_tab
 from redthread.viz.record import record_attention
@@ -409,10 +409,12 @@ class ImageInspector:
         from redthread.viz.image_attention import image_attention
 
         cfg = self.ckpt.model.cfg
-        pixels = read_image_bytes(data, name, fit=cfg.image_size)  # (C, H, W); refuses a decompression bomb
-        with both_languages():  # the page switches language: its notices and a file with no name in both
-            image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
+        with both_languages():  # the page switches language: a file with no name is named in both
             name = name or say("your image", "你的图像")
+        # (C, H, W); refuses a decompression bomb, naming the file in the language chosen
+        pixels = read_image_bytes(data, resolve(name, language()), fit=cfg.image_size)
+        with both_languages():  # its notices in both
+            image, notices = prepare_image(pixels, cfg.channels, cfg.image_size)
         with Image.open(io.BytesIO(data)) as img:  # read once already: the header is sound
             width, height = img.size
         if (height, width) != tuple(pixels.shape[1:]):
