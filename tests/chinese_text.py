@@ -58,7 +58,12 @@ RUN_ALLOWED = {  # besides ALLOWED, in lower case: names and notation the tour's
     "unigram", "q", "k", "v", "x", "y", "w", "b", "z", "h", "t", "n", "d", "log", "exp", "max", "min", "argmax",
     "mnist", "cifar", "kv", "cache", "minilm", "bos", "eos", "pad", "unk", "vs",
 }
-QUOTED = re.compile(r"“[^”]*”|「[^」]*」|‘[^’\n]*’|'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+# data and names, removed first: Chinese quotes (a model's sample, an example sentence), a title in 《》, an English
+# gloss in full-width brackets after its Chinese term (因果掩码（causal mask）, as the glossary allows); then ASCII
+# quotes that are not apostrophes (a repr's '…', code in `…`)
+CHINESE_QUOTED = re.compile(r"“[^”]*”|「[^」]*」|《[^》]*》|（[^（）\u4e00-\u9fff]*）")
+GLOSS = re.compile(r"（[A-Za-z][^（）\u4e00-\u9fff，；]*(?=[，；])")  # （attention rollout，Abnar 与 Zuidema，2020）
+QUOTED = re.compile(r"‘[^’\n]*’|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`")
 NOT_WORDS = re.compile(r"\S*[_./=:()\[\]{}<>#@\\0-9]\S*|https?://\S+")  # identifiers, numbers, paths, links
 RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ \t]+[A-Za-z][A-Za-z'’-]*)+")
 
@@ -73,6 +78,7 @@ def prose_runs(text: str) -> list[str]:
     """The runs of English prose in a Chinese text: two or more prose words in a row. Looser than `prose`, for the
     tour's pages, whose printed outputs name models, files and settings freely: a label left untranslated reads as a
     run ("validation loss"), a name as one word ("Transformer")."""
+    text = GLOSS.sub("（", CHINESE_QUOTED.sub(" ", text))
     text = NOT_WORDS.sub(" ", QUOTED.sub(" ", text))
     hits = []
     for run in RUN.finditer(text):

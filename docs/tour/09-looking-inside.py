@@ -220,7 +220,7 @@ for layer in range(att.size(0)):
 
 # %% [markdown] lang="zh"
 # 第一个意外是：大部分权重根本没有落在任何词上。从层 1（从 0 计数）起，it 把四分之一到一半的权重（对该层各头取平均）
-# 放在了 `[CLS]` 上。BERT 系模型素有这个习惯（Clark 等 2019，*What does BERT look at?*，发现权重常常停放在
+# 放在了 `[CLS]` 上。BERT 系模型素有这个习惯（Clark 等 2019，《What does BERT look at?》，发现权重常常停放在
 # `[CLS]`、`[SEP]` 和标点上）：一个没有特定信息要读的头，就把权重放在变化很小的位置上。在两个名词之间，
 # 层 2 到层 5 里 animal 得到的权重多于 street，层 0 和层 1 里则略少。
 #
@@ -245,7 +245,7 @@ for text, ranking in rankings.items():
     too = f"too {text.split()[-1][:-1]}"
     for word, r in ranking["targets"].items():
         tops = ", ".join(f"{h['layer']}.{h['head']}: {h['weight']:.3f}" for h in r["top"][:3])
-        print(f"{say(f'{too:10}', f'“{too}”'.ljust(11))} {word:7} {say('mean', '平均')} {r['mean']:.3f} | "
+        print(f"{say(f'{too:10}', f'“{too}”'.ljust(11))} {say(f'{word:7}', f'“{word}”'.ljust(9))} {say('mean', '平均')} {r['mean']:.3f} | "
               f"{say('top heads', '权重最大的头')} {tops}")
 
 # %% [markdown] lang="en"
@@ -510,12 +510,12 @@ for name, r in readings.items():
 #
 # 1. **运行并观察。** 测量头 3.1 和头 5.11 在奖杯/箱子那一对句子（`PAIRS[1].texts`）上的权重，例如用
 #    `rank_heads(minilm, text, source="it", targets=["trophy", "suitcase"])`，再用 `plot_head` 画出来。它们各自偏向哪个候选词？
-#    在 big 和 small 之间有变化吗？
+#    在 “big” 和 “small” 之间有变化吗？
 #
 #    <details><summary>答案</summary>
 #
-#    两个头在两句话里都偏向 trophy。头 3.1 在 big 句（it 指奖杯）里给 trophy 0.51、给 suitcase 0.33；在 small 句（it 指箱子）里是
-#    0.56 对 0.26：指代对象换了，它反而在错误的候选词上放了更多权重。头 5.11 在两句里给 trophy 的都是 0.37 左右。
+#    两个头在两句话里都偏向 “trophy”。头 3.1 在 “big” 句（it 指奖杯）里给 “trophy” 0.51、给 “suitcase” 0.33；在 “small” 句（it 指箱子）里是
+#    0.56 对 0.26：指代对象换了，它反而在错误的候选词上放了更多权重。头 5.11 在两句里给 “trophy” 的都是 0.37 左右。
 #    决定指代对象的那个词，对这两个头毫无影响：它们追随的是第一个名词，也就是主语，而不是指代对象。
 #
 #    </details>

@@ -159,6 +159,9 @@ SEEN = """() => {
         e.replaceWith(document.createTextNode("\\n" + comments + "\\n"));
     });
     article.querySelectorAll("code").forEach(e => e.remove());  // inline code: identifiers
+    // the copy button's hidden copy of the source, and the prompts (In [1]:)
+    article.querySelectorAll(".clipboard-copy-txt, .zeroclipboard-container, .jp-InputPrompt, .jp-OutputPrompt")
+        .forEach(e => e.remove());
     return article.innerText;
 }"""
 
