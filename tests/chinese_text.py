@@ -64,7 +64,8 @@ RUN_ALLOWED = {  # besides ALLOWED, in lower case: names and notation the tour's
 CHINESE_QUOTED = re.compile(r"“[^”]*”|「[^」]*」|《[^》]*》|（[^（）\u4e00-\u9fff]*）")
 GLOSS = re.compile(r"（[A-Za-z][^（）\u4e00-\u9fff，；]*(?=[，；])")  # （attention rollout，Abnar 与 Zuidema，2020）
 QUOTED = re.compile(r"‘[^’\n]*’|(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`")
-NOT_WORDS = re.compile(r"\S*[_./=:()\[\]{}<>#@\\0-9]\S*|https?://\S+")  # identifiers, numbers, paths, links
+_LATIN = r"[^\s\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"  # a character of a Latin-script token: not CJK, not its punctuation
+NOT_WORDS = re.compile(rf"{_LATIN}*[_./=:()\[\]{{}}<>#@\\0-9]{_LATIN}*|https?://\S+")  # identifiers, numbers, paths, links
 RUN = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ \t]+[A-Za-z][A-Za-z'’-]*)+")
 
 
