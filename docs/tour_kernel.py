@@ -14,6 +14,9 @@ from __future__ import annotations
 import warnings
 from functools import partial
 
+from IPython.core.formatters import BaseFormatter
+from traitlets import Unicode
+
 ZH_PNG = "image/x-redthread-zh-png"  # the Chinese drawing of a figure, beside its English image/png
 ZH_TEXTS = "application/x-redthread-zh-texts"  # the texts of that drawing, for the checks of the Chinese pages
 
@@ -71,20 +74,20 @@ def draw(fig, lang: str, **kwargs) -> str:
     return data
 
 
+class ChinesePNG(BaseFormatter):
+    format_type = Unicode(ZH_PNG)
+    print_method = Unicode("_repr_zh_png_")
+
+
+class ChineseTexts(BaseFormatter):  # runs after ChinesePNG, which leaves the texts it drew on the figure
+    format_type = Unicode(ZH_TEXTS)
+    print_method = Unicode("_repr_zh_texts_")
+    _return_type = (list,)
+
+
 def _formatters(shell) -> None:
-    """Register (again: `%matplotlib inline` resets image/png) the two drawings of a matplotlib figure."""
-    from IPython.core.formatters import BaseFormatter
+    """Register (again: `%matplotlib inline` may choose the formats anew) the two drawings of a matplotlib figure."""
     from matplotlib.figure import Figure
-    from traitlets import Unicode
-
-    class ChinesePNG(BaseFormatter):
-        format_type = Unicode(ZH_PNG)
-        print_method = Unicode("_repr_zh_png_")
-
-    class ChineseTexts(BaseFormatter):  # runs after ChinesePNG, which leaves the texts it drew on the figure
-        format_type = Unicode(ZH_TEXTS)
-        print_method = Unicode("_repr_zh_texts_")
-        _return_type = (list,)
 
     formatters = shell.display_formatter.formatters
     if ZH_PNG not in formatters:
@@ -104,7 +107,7 @@ def install() -> None:
 
     speak_both(True)
     shell = get_ipython()
-    chosen = inline.select_figure_formats  # `%matplotlib inline` chooses the formats again: ours after it
+    chosen = inline.select_figure_formats  # the one place the inline backend sets image/png: ours after it
 
     def select_figure_formats(*args, **kwargs):
         chosen(*args, **kwargs)
@@ -112,6 +115,3 @@ def install() -> None:
 
     inline.select_figure_formats = select_figure_formats
     _formatters(shell)
-    ensure = lambda *args, **kwargs: _formatters(shell)  # noqa: E731
-    shell.events.register("pre_run_cell", ensure)
-    shell.events.callbacks["post_execute"].insert(0, ensure)  # before the inline backend shows the cell's figures

@@ -81,7 +81,7 @@ def score_table(rows: list[tuple[str, int, float]], part: str) -> list[str]:
                         for name, n, value in rows]
     # a CJK character takes two columns of a terminal: pad by display width
     def pad(text: str, width: int, right: bool = False) -> str:
-        room = " " * max(0, width - sum(2 if ord(c) > 0x2E7F else 1 for c in text))
+        room = " " * max(0, width - lang.display_width(text))
         return room + text if right else text + room
 
     numbers = " ".join(pad(h, w, right=True) for h, w in (("参数", 11), ("奈特/字符", 10), ("比特/字符", 10), ("困惑度", 11)))

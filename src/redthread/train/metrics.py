@@ -118,13 +118,13 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 def plot_loss_curve(rows: list[dict], out: Path) -> None:
     """Training loss and validation NLL against step (the rows of metrics.jsonl), as a PNG."""
-    from redthread.lang import figure_fonts, language, resolve, say
+    from redthread.lang import chinese, figure_fonts
     from redthread.plotting import pyplot
 
     plt = pyplot()
 
     def words(en: str, zh: str) -> str:  # a file holds one language, even where `say` keeps both (the tour's kernel)
-        return resolve(say(en, zh), language())
+        return zh if chinese() else en
 
     train_rows = [r for r in rows if "loss" in r]
     val_rows = [r for r in rows if "val_nll" in r]
