@@ -11,7 +11,6 @@ labels). A figure text that still holds a pair once drawn stops the build, namin
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 
 from IPython.core.formatters import BaseFormatter
@@ -21,56 +20,17 @@ ZH_PNG = "image/x-redthread-zh-png"  # the Chinese drawing of a figure, beside i
 ZH_TEXTS = "application/x-redthread-zh-texts"  # the texts of that drawing, for the checks of the Chinese pages
 
 
-def _resolved(format_ticks, lang: str, values) -> list[str]:
-    from redthread.lang import resolve
-
-    return [resolve(label, lang) for label in format_ticks(values)]
-
-
-def _swap(fig, lang: str) -> list:
-    """Resolve every text of the figure that holds a pair to `lang`; the undo steps."""
-    from matplotlib.text import Text
-
-    from redthread.lang import has_pairs, resolve
-
-    undo = []
-    for text in fig.findobj(Text):
-        s = text.get_text()
-        if has_pairs(s):
-            text.set_text(resolve(s, lang))
-            undo.append(partial(text.set_text, s))
-    for ax in fig.axes:  # tick labels are made at each drawing, by the axis' formatters: theirs, resolved
-        for axis in (ax.xaxis, ax.yaxis):
-            for formatter in {id(f): f for f in (axis.get_major_formatter(), axis.get_minor_formatter())}.values():
-                if "format_ticks" not in vars(formatter):
-                    formatter.format_ticks = partial(_resolved, formatter.format_ticks, lang)
-                    undo.append(partial(delattr, formatter, "format_ticks"))
-    return undo
-
-
 def draw(fig, lang: str, **kwargs) -> str:
-    """The figure as a base64 PNG, its texts in `lang`; the figure is left as it was."""
+    """The figure as a base64 PNG, its texts in `lang` (redthread.lang.figure_in); the figure is left as it was."""
     from IPython.core.pylabtools import print_figure
     from matplotlib.text import Text
 
-    from redthread.lang import cjk_figure, has_pairs
+    from redthread.lang import figure_in
 
-    undo = _swap(fig, lang)
-    try:
-        if lang == "zh":
-            with warnings.catch_warnings():  # drawn once before its CJK font is chosen: the missing glyphs are expected
-                warnings.simplefilter("ignore", UserWarning)
-                fig.canvas.draw()  # tick labels get their text when drawn
-            cjk_figure(fig)  # its Chinese words take a CJK font
+    with figure_in(fig, lang):
         data = print_figure(fig, "png", base64=True, **{"bbox_inches": "tight", **kwargs})
-        left = [t.get_text() for t in fig.findobj(Text) if has_pairs(t.get_text())]
         if lang == "zh":
             fig._redthread_zh_texts = [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    finally:
-        for step in reversed(undo):
-            step()
-    if left:
-        raise ValueError(f"a figure text kept both languages after drawing: {left[0]!r}")
     return data
 
 

@@ -34,10 +34,11 @@ ALLOWED = {
 def prose(text: str, allowed: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The Latin-letter words of `text` that are English prose: not in ALLOWED or `allowed` (model text), not one
     letter (a symbol: x, y, k, p, T), not inside a code-like token (d_model, --lang, run.toml, L1.H2), not quoted
-    ('it', `pos`: code or the model's own text)."""
+    ('it', `pos`: code or the model's own text), not math text ($...$)."""
 
     words = []
     text = re.sub(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`", " ", text)  # quoted: code or the model's own text
+    text = re.sub(r"\$[^$\n]*\$", " ", text)  # matplotlib's math text: a log axis' $\\mathdefault{10^{-3}}$
     for token in re.findall(r"[A-Za-z0-9_.\-/]+", text):
         if re.search(r"[_/]|^--?|\.[a-z]{2,4}$|\d", token):  # an identifier, a flag, a file or a numbered label
             continue

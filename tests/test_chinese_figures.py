@@ -1,7 +1,7 @@
 """Every figure redthread draws, drawn in Chinese (rt.set_language("zh")): no text artist of it holds English prose
 (`tests/chinese_text.py`: identifiers, units, model and proper names aside, and the model's own text), and with a
 CJK font installed no glyph is missing. The library's figures are drawn here one by one; every experiment's
-figures come from its --quick run (slow).
+figures come from its --quick run (slow), drawn with both languages on and then in each.
 
 Figure-drawing functions reached: viz/figures.py plot_head and plot_grid; viz/patches.py plot_patch_overlays;
 viz/image_attention.py vit_overlays; train/metrics.py plot_loss_curve; train/calibration.py plot_reliability;
@@ -70,6 +70,7 @@ def test_the_check_finds_english_prose():
     fig.add_subplot().set_xlabel("key (attended to)")
     assert english(fig) == ["'key (attended to)': ['key', 'attended', 'to']"]
     assert prose("验证集 NLL（奈特/词元）·层 1·头 3 d_model 'it' MiniLM --lang x") == []
+    assert prose(r"$\mathdefault{10^{-3}}$") == [] and prose(r"$x$ steps") == ["steps"]  # a log axis' tick label
 
 
 def test_attention_figures(tmp_path, saved):
@@ -139,21 +140,38 @@ def test_the_ladder_and_regression_figures(tmp_path, saved):
     assert "越低越好" in saved[0].axes[0].get_title()
 
 
-@pytest.mark.slow  # runs every experiment's --quick (about 1.5 minutes on one core)
-def test_every_experiment_draws_its_figures_in_chinese():
-    from redthread.experiments import EXPERIMENTS, load
+def _experiments():
+    from redthread.experiments import EXPERIMENTS
 
-    found, drawn = {}, 0
-    for name in EXPERIMENTS:
-        report = load(name).run(quick=True, seed=0, progress=None)
-        for stem, fig in report.figures.items():
-            drawn += 1
+    return list(EXPERIMENTS)
+
+
+@pytest.mark.slow  # each experiment's --quick run (about 1.5 minutes on one core for all of them)
+@pytest.mark.parametrize("name", _experiments())
+def test_every_experiment_draws_its_figures_in_both_languages(name):
+    """Each figure is drawn with both languages on (Report.figure calls its drawing function so), and so can be
+    saved in each: in Chinese no English prose and no missing glyph; in English no Chinese character."""
+    from redthread.experiments import load
+    from redthread.fonts import CJK
+    from redthread.lang import figure_has_pairs, figure_in
+
+    report = load(name).run(quick=True, seed=0, progress=None)
+    found = {}
+    for stem, fig in report.figures.items():
+        assert figure_has_pairs(fig), f"{name}/{stem} was drawn in one language only"
+        caption = report.captions[stem]["zh"]
+        assert caption and not prose(caption, {"it", "animal", "street", "tired", "too", "wide"}), (stem, caption)
+        with figure_in(fig, "zh"):
             bad = english(fig, allowed={"it", "animal", "street", "tired", "too", "wide"})  # C13's sentence
-            if bad:
-                found[f"{name}/{stem}"] = bad
             if cjk_font() is not None:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("error", message=r"Glyph \d+ .* missing from")
                     fig.canvas.draw()
-        matplotlib.pyplot.close("all")
-    assert drawn >= 30 and not found, found
+        with figure_in(fig, "en"):
+            fig.canvas.draw()
+            bad += [t.get_text() for t in fig.findobj(matplotlib.text.Text) if CJK.search(t.get_text())
+                    and name != "poetry-heads"]  # the poems are Chinese in both
+        if bad:
+            found[stem] = bad
+    matplotlib.pyplot.close("all")
+    assert report.figures and not found, found

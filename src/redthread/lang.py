@@ -315,6 +315,56 @@ def cjk_figure(fig):
     return fig
 
 
+def figure_has_pairs(fig) -> bool:
+    """Whether any text of the figure was made with both languages on (and so can be drawn in either)."""
+    from matplotlib.text import Text
+
+    return any(has_pairs(t.get_text()) for t in fig.findobj(Text))
+
+
+def _resolved_ticks(format_ticks, lang: str, values) -> list[str]:
+    return [resolve(label, lang) for label in format_ticks(values)]
+
+
+@contextmanager
+def figure_in(fig, lang: str) -> Iterator[None]:
+    """Inside the block, a figure made with both languages on shows its `lang` side: every title, label, legend
+    and tick label that holds a pair is resolved (and, in Chinese, takes a CJK font). Draw or save it inside;
+    afterwards its texts are as they were, so it can be drawn again in the other language. A text that still
+    holds a pair once drawn (one made by hand from a pair's string, say) is an error that names it."""
+    import warnings
+    from functools import partial
+
+    from matplotlib.text import Text
+
+    lang = _normal(lang, "language")
+    undo = []
+    for text in fig.findobj(Text):
+        s = text.get_text()
+        if has_pairs(s):
+            text.set_text(resolve(s, lang))
+            undo.append(partial(text.set_text, s))
+    for ax in fig.axes:  # tick labels are made at each drawing, by the axis' formatters: theirs, resolved
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter in {id(f): f for f in (axis.get_major_formatter(), axis.get_minor_formatter())}.values():
+                if "format_ticks" not in vars(formatter):
+                    formatter.format_ticks = partial(_resolved_ticks, formatter.format_ticks, lang)
+                    undo.append(partial(delattr, formatter, "format_ticks"))
+    try:
+        if lang == "zh":
+            with warnings.catch_warnings():  # drawn once before its CJK font is chosen: the missing glyphs are expected
+                warnings.simplefilter("ignore", UserWarning)
+                fig.canvas.draw()  # tick labels get their text when drawn
+            cjk_figure(fig)  # its Chinese words take a CJK font
+        yield
+        left = [t.get_text() for t in fig.findobj(Text) if has_pairs(t.get_text())]
+        if left:
+            raise ValueError(f"a figure text kept both languages after drawing: {left[0]!r}")
+    finally:
+        for step in reversed(undo):
+            step()
+
+
 def html_lang() -> str:
 
     """The `lang` attribute for a page in the language chosen: "en" or "zh-CN"."""

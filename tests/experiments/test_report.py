@@ -31,6 +31,61 @@ def test_tables_escape_pipes_and_land_in_json(tmp_path):
     assert json.loads((tmp_path / "report.json").read_text())["numbers"]["tables"]["t"]["rows"] == [["a|b", 0.5]]
 
 
+def test_a_figure_is_saved_in_both_languages_and_shown_on_the_chinese_page(tmp_path):
+    import matplotlib.figure
+    from PIL import Image
+
+    from redthread.lang import say
+
+    def draw():
+        fig = matplotlib.figure.Figure(figsize=(3, 2))
+        ax = fig.add_subplot()
+        ax.plot([0, 1], [1, 0], label=say("falls", "下降"))
+        ax.set(xlabel=say("step", "步数"), title=say("Loss", "损失"), xticks=[0, 1],
+               xticklabels=[say("start", "开始"), say("end", "结束")])
+        ax.legend()
+        return fig
+
+    (tmp_path / "old.zh.png").write_bytes(b"an earlier run's Chinese drawing")
+    r = Report("scaling", "C7")
+    r.figure("loss", draw, "The loss falls.", "损失下降。")
+    r.figure("old", matplotlib.figure.Figure(figsize=(1, 1)), "Drawn in one language.")
+    with pytest.raises(RedthreadError, match="added twice"):
+        r.figure("loss", draw)
+    r.decide(True, "a", "1")
+    r.write(tmp_path)
+    fig = r.figures["loss"]
+    assert fig.axes[0].get_title() not in ("Loss", "损失")  # both, until drawn in one
+    en, zh = Image.open(tmp_path / "loss.png"), Image.open(tmp_path / "loss.zh.png")
+    assert en.size == zh.size and en.tobytes() != zh.tobytes()
+    assert not (tmp_path / "old.zh.png").exists()  # it would no longer match old.png
+    figures = json.loads((tmp_path / "report.json").read_text())["figures"]
+    assert figures == [{"stem": "loss", "caption": "The loss falls.", "caption_zh": "损失下降。", "zh": True},
+                       {"stem": "old", "caption": "Drawn in one language.", "caption_zh": "", "zh": False}]
+    md, zh_md = (tmp_path / "report.md").read_text(), (tmp_path / "report.zh.md").read_text()
+    assert "![The loss falls.](loss.png)" in md and "![Drawn in one language.](old.png)" in md
+    assert "## 图\n\n![损失下降。](loss.zh.png)\n\n*损失下降。*" in zh_md and "old.png" not in zh_md
+
+
+def test_a_figure_drawn_in_one_language_shows_each_side():
+    import matplotlib.figure
+
+    from redthread.lang import both_languages, figure_in, say
+
+    with both_languages():
+        fig = matplotlib.figure.Figure()
+        ax = fig.add_subplot()
+        ax.set(title=say("Loss", "损失"), xticks=[0, 1], xticklabels=[say("start", "开始"), say("end", "结束")])
+    for lang, title, ticks in (("en", "Loss", ["start", "end"]), ("zh", "损失", ["开始", "结束"])):
+        with figure_in(fig, lang):
+            fig.canvas.draw()
+            assert ax.get_title() == title and [t.get_text() for t in ax.get_xticklabels()] == ticks
+    assert ax.get_title() == say("Loss", "损失") or "\ue000" in ax.get_title()  # as it was: both
+    fig.text(0, 0, "by hand: " + ax.get_title()[1:])  # a pair's string broken by hand cannot be drawn in one language
+    with pytest.raises(ValueError, match="kept both languages"), figure_in(fig, "en"):
+        fig.canvas.draw()
+
+
 @pytest.mark.slow  # runs experiments; the report asks git for the history
 def test_experiment_all_writes_an_index(tmp_path, monkeypatch):
     import redthread.commands.experiment as command

@@ -138,13 +138,21 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                   for s, r in zip(seeds, rows)],
                  title="The weights: a local distribution per query (attention) against one global form (linear); "
                  "reported, not decided")
-    report.figure("fit", _plot_fit(first), "The same points, two estimates of E[y|x]: linear regression's line and attention "
-                  f"with Silverman's width and with the learned width h = {first['h_learned']:.3f} (seed {seeds[0]}).")
-    report.figure("weights", _plot_weights(first), "Weights over the training points (sorted by x) for every query: attention's "
-                  "rows are distributions around the query; linear regression's equivalent kernel spreads over the whole domain "
-                  "with negative weights.")
-    report.figure("bandwidth", _plot_widths(first, widths), "Error against the truth (left) and leave-one-out error the learner "
-                  "can see (right) across fixed widths; the learned width and Silverman's are marked.")
+    report.figure("fit", lambda: _plot_fit(first), "The same points, two estimates of E[y|x]: linear regression's line "
+                  f"and attention with Silverman's width and with the learned width h = {first['h_learned']:.3f} "
+                  f"(seed {seeds[0]}).",
+                  f"同一组点，E[y|x] 的两种估计：线性回归的直线，以及用 Silverman 宽度和学到的宽度 "
+                  f"h = {first['h_learned']:.3f} 的注意力（种子 {seeds[0]}）。")
+    report.figure("weights", lambda: _plot_weights(first), "Weights over the training points (sorted by x) for every "
+                  "query: attention's rows are distributions around the query; linear regression's equivalent kernel "
+                  "spreads over the whole domain with negative weights.",
+                  "每个查询在训练集的点（按 x 排序）上的权重：注意力的每一行是查询周围的一个分布；线性回归的等效核"
+                  "铺满整个定义域，还带有负权重。")
+    report.figure("bandwidth", lambda: _plot_widths(first, widths), "Error against the truth (left) and leave-one-out "
+                  "error the learner can see (right) across fixed widths; the learned width and Silverman's are "
+                  "marked.",
+                  "一系列固定宽度下，与真实值之间的误差（左）和学习者看得到的留一法误差（右）；学到的宽度和 Silverman "
+                  "的宽度都已标出。")
     report.note("Each row of attention weights is non-negative and sums to 1 (largest error "
                 f"{max(r['row_sum_error'] for r in rows):.1e}): true of any softmax, a sanity check of the code, not "
                 "evidence for the claim. Linear regression is shown as the picture of fixed global weights, not as a "

@@ -345,14 +345,19 @@ def describe(report: Report, points: list[list[dict]], seeds: list[int], steps: 
                     f"{n} steps: excess NLL {estimate(per_seed(points, 'excess', j))}, ECE gap "
                     f"{estimate(per_seed(points, 'gap', j))}, over-confidence {estimate(per_seed(points, 'over', j))}, "
                     f"fitted T {estimate(per_seed(points, 'temperature', j))}" for j, n in enumerate(steps)) + ".")
-    report.figure("path", plot_path(points, steps),
+    report.figure("path", lambda: plot_path(points, steps),
                   "Left: each seed's ECE gap against its excess NLL along the path (grey lines; means in colour, one "
                   "per budget), with gap_small's bar (one point of probability). Right: the temperature fitted on "
-                  "validation at each point, with the band |log T| < 0.05.")
-    report.figure("reliability", plot_reliability(points[0], steps),
+                  "validation at each point, with the band |log T| < 0.05.",
+                  "左：沿着训练路径，每个种子的 ECE 差距对它超出的 NLL（灰线；彩色的是平均，每个训练预算一个），"
+                  "并画出判据 gap_small 的界（概率的一个百分点）。右：每一点上在验证集上拟合的温度，"
+                  "以及 |log T| < 0.05 的带。")
+    report.figure("reliability", lambda: plot_reliability(points[0], steps),
                   f"Reliability diagrams on seed {seeds[0]}'s test positions at the least- and the most-trained point "
                   "(rows), before and after temperature scaling (columns); bars: accuracy per confidence bin, grey: "
-                  "share of positions.")
+                  "share of positions.",
+                  f"种子 {seeds[0]} 的测试位置上的可靠性图：两行是训练最少和最多的点，两列是温度缩放之前和之后；"
+                  "柱：每个置信度区间里的准确率，灰色：位置所占的比例。")
 
 
 def plot_path(points: list[list[dict]], steps: tuple[int, ...]) -> plt.Figure:

@@ -418,21 +418,27 @@ def write_gaussian_results(report: Report, sizes, seeds, kl, lrs, slopes, n_para
     report.table(["seed", "slope softmax regression", "slope MLP"],
                  [[s, slopes["softmax regression"][i], slopes["MLP"][i]] for i, s in enumerate(seeds)],
                  title="Slope of log KL against log n, per seed")
-    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    for name, style in (("softmax regression", "o-"), ("MLP", "s-")):
-        for si in range(len(seeds)):
-            ax.loglog(sizes, kl[name][si], style, alpha=0.25, color="C0" if style == "o-" else "C1")
-        ax.loglog(sizes, mean[name], style, color="C0" if style == "o-" else "C1",
-                  label=say(f"{name} (mean slope {sum(slopes[name]) / len(seeds):.2f})",
-                            f"{name.replace('softmax regression', 'softmax 回归')}"
-                            f"（平均斜率 {sum(slopes[name]) / len(seeds):.2f}）"))
-    ax.loglog(sizes, theory, "k--", label=f"p/(2n), p = {n_params}")
-    ax.set_xlabel(say("training examples n", "训练样本数 n"))
-    ax.set_ylabel(say("KL(true || learned), nats", "KL(真实 || 学到的)，奈特"))
 
-    ax.legend(fontsize=8)
-    report.figure("kl_vs_n", fig, "The learned posterior approaches the true P(class | x): each seed faint, the mean "
-                  "bold, the asymptotic theory for a well-specified maximum-likelihood fit dashed.")
+    def draw() -> plt.Figure:
+        fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+        for name, style in (("softmax regression", "o-"), ("MLP", "s-")):
+            for si in range(len(seeds)):
+                ax.loglog(sizes, kl[name][si], style, alpha=0.25, color="C0" if style == "o-" else "C1")
+            ax.loglog(sizes, mean[name], style, color="C0" if style == "o-" else "C1",
+                      label=say(f"{name} (mean slope {sum(slopes[name]) / len(seeds):.2f})",
+                                f"{name.replace('softmax regression', 'softmax 回归')}"
+                                f"（平均斜率 {sum(slopes[name]) / len(seeds):.2f}）"))
+        ax.loglog(sizes, theory, "k--", label=f"p/(2n), p = {n_params}")
+        ax.set_xlabel(say("training examples n", "训练样本数 n"))
+        ax.set_ylabel(say("KL(true || learned), nats", "KL(真实 || 学到的)，奈特"))
+
+        ax.legend(fontsize=8)
+        return fig
+
+    report.figure("kl_vs_n", draw, "The learned posterior approaches the true P(class | x): each seed faint, the mean "
+                  "bold, the asymptotic theory for a well-specified maximum-likelihood fit dashed.",
+                  "学到的后验逼近真实的 P(类别 | x)：每个种子的曲线画得淡，平均画得粗，虚线是设定正确的最大似然拟合"
+                  "的渐近理论。")
 
 
 def write_digit_results(report: Report, seeds, digits: dict) -> None:

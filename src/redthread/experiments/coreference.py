@@ -209,11 +209,14 @@ def describe(report: Report, mean: torch.Tensor, held: torch.Tensor, chosen: lis
         f"{int((held > 0).sum())} of {held.numel()} texts, {int(flips(held).sum())} pairs flip with the referent, "
         f"{int(wrong_flips(held).sum())} against it. Heads are written L<layer>.H<head>, from 0."
     )
-    report.figure("pairs", plot_pairs(mean, held, chosen, margins),
+    report.figure("pairs", lambda: plot_pairs(mean, held, chosen, margins),
                   "Each pair's margin in its first text against its second, mean over heads (left) and the held-out "
                   "head (middle): a reading that follows the referent lies in the upper right quadrant, one blind to "
                   "the switching word near the falling diagonal. Right: the mean margin of every head on each half, "
-                  "which chooses the head for the other half (circled).")
+                  "which chooses the head for the other half (circled).",
+                  "每个句对在文本 1 里的差值对文本 2 里的差值，左边是各头的平均，中间是留出的头：跟随指代对象的读法"
+                  "落在右上象限，对换掉指代对象的那个词视而不见的读法落在下降的对角线附近。右边：每个头在每一半句对上"
+                  "的平均差值，据此为另一半句对选出的头画了圈。")
 
 
 def illustrate(report: Report, rankings: list[dict]) -> None:
@@ -236,8 +239,10 @@ def illustrate(report: Report, rankings: list[dict]) -> None:
         f"{WRONG}, {wide['targets'][RIGHT]['mean']:.3f} and {wrong['mean']:.3f}. One sentence shows what a reading looks "
         "like; the pairs above decide whether it follows the referent."
     )
-    report.figure("heads", plot_heads(tired, wide), f"Weight from '{SOURCE}' to '{RIGHT}' and to '{WRONG}' in every "
-                  "head, in the 'tired' and the 'wide' sentence (one colour scale).")
+    report.figure("heads", lambda: plot_heads(tired, wide), f"Weight from '{SOURCE}' to '{RIGHT}' and to '{WRONG}' "
+                  "in every head, in the 'tired' and the 'wide' sentence (one colour scale).",
+                  f"每个头上从“{SOURCE}”到“{RIGHT}”和到“{WRONG}”的权重，分别在“tired”句和“wide”句里"
+                  "（共用一个色标）。")
 
 
 def head_name(h: dict) -> str:

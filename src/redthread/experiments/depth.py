@@ -366,17 +366,26 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
     _flow_part(report, res, grads_init, res_lr, res_runs, seeds)
     _training_part(report, "LayerNorm", stress, (REFERENCE, NO_LN), stress_lr, stress_tried, stress_runs, seeds,
                    "layernorm_gap")
-    report.figure("depth", _plot(identity, chance, grads_init, stress_runs, stress_lr, id_depths, res, stress, seeds[0]),
+    report.figure("depth",
+                  lambda: _plot(identity, chance, grads_init, stress_runs, stress_lr, id_depths, res, stress, seeds[0]),
                   "Left: the share of the variance of the last block's output explained by the current token, at "
                   "initialisation (mean over seeds; dotted: the same with the token ids shuffled). Middle: the gradient "
                   f"norm of each block's parameters at initialisation, depth {res.depth}, seed {seeds[0]}. Right: the "
                   f"scale of the stream entering each block after training in the stress regime (depth {stress.depth}), "
-                  f"seed {seeds[0]}, each arm at its own learning rate.")
-    report.figure("gradient_flow", _plot_flow(grads_init, res_runs, res, seeds),
+                  f"seed {seeds[0]}, each arm at its own learning rate.",
+                  "左：初始化时，最后一层输出的方差里当前词元能解释的比例（各种子的平均；点线：把词元编号打乱之后的"
+                  f"同一比例）。中：初始化时每一层参数的梯度范数，深度 {res.depth}，种子 {seeds[0]}。右：压力设置"
+                  f"（深度 {stress.depth}）下训练之后，进入每一层的残差流的尺度，种子 {seeds[0]}，每一组用各自的"
+                  "学习率。")
+    report.figure("gradient_flow", lambda: _plot_flow(grads_init, res_runs, res, seeds),
                   f"The gradient norm over each block's parameters, depth {res.depth}, one panel per variant (log scale, "
                   "geometric mean over the seeds, floored at 1e-30), at initialisation and at "
                   f"{', '.join(f'{f:.0%}' for f in FLOW_FRACTIONS)} of the {res.steps} training steps, each variant at its "
-                  "own learning rate. A flat line: the gradient reaches the first block at the scale it left the last.")
+                  "own learning rate. A flat line: the gradient reaches the first block at the scale it left the last.",
+                  f"每一层参数上的梯度范数，深度 {res.depth}，每个变体一幅图（对数坐标，各种子的几何平均，下限 1e-30），"
+                  f"画的是初始化时以及 {res.steps} 个训练步进行到 {'、'.join(f'{f:.0%}' for f in FLOW_FRACTIONS)} "
+                  "时的值，每个变体用各自的学习率。线是平的，就是说梯度到达最靠近嵌入的那一层时，尺度和它离开最后一层"
+                  "时一样。")
     return report
 
 

@@ -218,9 +218,11 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                  [[s, nll[i], within[i], across[i], untrained_jsd[i], *(costs[k][i][0] for k in KS),
                    *(costs[k][i][1] for k in KS)] for i, s in enumerate(seeds)],
                  title="Per seed: disagreement between heads (nats) and the NLL lost by removal (nats)")
-    report.figure("ensemble", _figure(within, across, untrained_jsd, costs),
+    report.figure("ensemble", lambda: _figure(within, across, untrained_jsd, costs),
                   "Left: mean pairwise JSD of attention rows, heads of one model against heads of two models trained "
-                  "apart and of the untrained model. Right: NLL lost removing k heads against the same width at random.")
+                  "apart and of the untrained model. Right: NLL lost removing k heads against the same width at random.",
+                  "左：各行注意力权重两两之间 JSD 的平均，比较同一个模型的头、分开训练的两个模型的头，以及未训练模型的头。"
+                  "右：去掉 k 个头所损失的 NLL，对比随机去掉同样宽度的维度。")
     return report
 
 

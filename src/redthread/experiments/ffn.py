@@ -327,34 +327,45 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                  [[p, *(accuracy[k][i] for k in accuracy), context[i]] for i, p in enumerate(points)],
                  title="Linear probe accuracy along the residual stream (held-out, mean over seeds)")
 
-    fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
-    for (k, acc), style, color in zip(accuracy.items(), ("o-", "s-", "^--"), ("C0", "C1", "C2")):
-        for r in runs:
-            ax.plot(range(len(points)), r["accuracy"][k], "-", color=color, alpha=0.25, lw=1)
-        ax.plot(range(len(points)), acc, style, color=color, label=_shown(k))
-    ax.axhline(1 / VOCAB, color="grey", ls=":", label=say("chance", "随机猜测"))
-    for i, name in enumerate(names):
-        ax.axvspan(i + 0.05, i + 0.95, color="tab:blue" if name.startswith("attention") else "tab:orange", alpha=0.08)
-    ax.set_xticks(range(len(points)), [_shown(p) for p in points], rotation=20)
-    ax.set(xlabel=say("residual stream after … (shaded: blue across attention, orange across an FFN)",
-                      "……之后的残差流（阴影：蓝色跨过注意力，橙色跨过前馈网络）"),
-           ylabel=say("held-out probe accuracy", "探针在留出数据上的准确率"), ylim=(0, 1.05),
-           title=say("What a linear read-out finds, sublayer by sublayer", "线性读出逐个子层找到了什么"))
-    ax.legend(fontsize=8)
-    report.figure("probes", fig, "Accuracy of linear probes for the two context tokens and the rule's output, after the "
-                  "embedding and after each sublayer (thick: mean over seeds; thin: each seed).")
-    fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
-    labels = list(lost_mean)
-    ax.barh(range(len(labels)), [lost_mean[k] for k in labels],
-            color=["tab:blue" if "attention" in k else "tab:orange" for k in labels])
-    for j, k in enumerate(labels):
-        ax.plot([r["lost"][k] for r in runs], [j] * len(runs), "k.", ms=4)
-    ax.axvline(0.89, color="k", ls=":", lw=1, label=say("threshold 0.89 nats", "阈值 0.89 奈特"))
-    ax.set_yticks(range(len(labels)), [_shown(k) for k in labels])
-    ax.invert_yaxis()
-    ax.set(xlabel=say("NLL lost at the rule's positions (nats)", "规则所在位置上 NLL 的损失（奈特）"),
-           title=say("Mean-ablating attention (blue) and FFN (orange)", "均值消融注意力（蓝色）和前馈网络（橙色）"))
-    ax.legend(fontsize=8)
-    report.figure("ablation", fig, "NLL lost when a sublayer, or every sublayer of a kind, outputs only its mean (bars: "
-                  "mean over seeds; dots: each seed).")
+    def draw_probes() -> plt.Figure:
+        fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
+        for (k, acc), style, color in zip(accuracy.items(), ("o-", "s-", "^--"), ("C0", "C1", "C2")):
+            for r in runs:
+                ax.plot(range(len(points)), r["accuracy"][k], "-", color=color, alpha=0.25, lw=1)
+            ax.plot(range(len(points)), acc, style, color=color, label=_shown(k))
+        ax.axhline(1 / VOCAB, color="grey", ls=":", label=say("chance", "随机猜测"))
+        for i, name in enumerate(names):
+            ax.axvspan(i + 0.05, i + 0.95, color="tab:blue" if name.startswith("attention") else "tab:orange",
+                       alpha=0.08)
+        ax.set_xticks(range(len(points)), [_shown(p) for p in points], rotation=20)
+        ax.set(xlabel=say("residual stream after … (shaded: blue across attention, orange across an FFN)",
+                          "……之后的残差流（阴影：蓝色跨过注意力，橙色跨过前馈网络）"),
+               ylabel=say("held-out probe accuracy", "探针在留出数据上的准确率"), ylim=(0, 1.05),
+               title=say("What a linear read-out finds, sublayer by sublayer", "线性读出逐个子层找到了什么"))
+        ax.legend(fontsize=8)
+        return fig
+
+    report.figure("probes", draw_probes, "Accuracy of linear probes for the two context tokens and the rule's output, "
+                  "after the embedding and after each sublayer (thick: mean over seeds; thin: each seed).",
+                  "线性探针对两个上下文词元和规则的输出的准确率，在嵌入之后和每个子层之后（粗线：各种子的平均；"
+                  "细线：每个种子）。")
+
+    def draw_ablation() -> plt.Figure:
+        fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
+        labels = list(lost_mean)
+        ax.barh(range(len(labels)), [lost_mean[k] for k in labels],
+                color=["tab:blue" if "attention" in k else "tab:orange" for k in labels])
+        for j, k in enumerate(labels):
+            ax.plot([r["lost"][k] for r in runs], [j] * len(runs), "k.", ms=4)
+        ax.axvline(0.89, color="k", ls=":", lw=1, label=say("threshold 0.89 nats", "阈值 0.89 奈特"))
+        ax.set_yticks(range(len(labels)), [_shown(k) for k in labels])
+        ax.invert_yaxis()
+        ax.set(xlabel=say("NLL lost at the rule's positions (nats)", "规则所在位置上 NLL 的损失（奈特）"),
+               title=say("Mean-ablating attention (blue) and FFN (orange)", "均值消融注意力（蓝色）和前馈网络（橙色）"))
+        ax.legend(fontsize=8)
+        return fig
+
+    report.figure("ablation", draw_ablation, "NLL lost when a sublayer, or every sublayer of a kind, outputs only its "
+                  "mean (bars: mean over seeds; dots: each seed).",
+                  "一个子层，或同一种类的所有子层，只输出自己的均值时损失的 NLL（柱：各种子的平均；点：每个种子）。")
     return report

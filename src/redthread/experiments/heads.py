@@ -354,39 +354,50 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                  [[f"head {h}", w_near[h].item(), w_far[h].item(), kinds.get(h, "-"), *per_head[h]]
                   for h in range(N_HEAD)], title=f"Seed {seed}: each head, where it attends and what mean-ablating it costs (nats)")
 
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    shown = {first["near_head"]: say(kinds[first["near_head"]], f"间隔 {NEAR}（复制）"),
-             first["far_head"]: say(kinds[first["far_head"]], f"间隔 {FAR}（换序后复制）")}
+    def draw_offsets():
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+        shown = {first["near_head"]: say(kinds[first["near_head"]], f"间隔 {NEAR}（复制）"),
+                 first["far_head"]: say(kinds[first["far_head"]], f"间隔 {FAR}（换序后复制）")}
+        for h in range(N_HEAD):
+            ax.plot(range(SHOWN_OFFSETS), weights[h], "os^v"[h % 4] + "-:"[h % 2],
+                    label=say(f"head {h}: {shown.get(h, '-')}", f"头 {h}：{shown.get(h, '-')}"))
+        for key, lag in ((near_key, NEAR), (far_key, FAR)):
+            ax.axvline(key, color="grey", ls=":", lw=1)
+            ax.text(key, 1.02, say(f"lag {lag}", f"间隔 {lag}"), ha="center", fontsize=8)
+        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+               ylabel=say("mean attention weight", "平均注意力权重"), ylim=(0, 1.08),
+               title=say(f"Where each head attends (seed {seed})", f"每个头关注哪里（种子 {seed}）"))
+        ax.legend(fontsize=8)
+        return fig
 
-    for h in range(N_HEAD):
-        ax.plot(range(SHOWN_OFFSETS), weights[h], "os^v"[h % 4] + "-:"[h % 2],
-                label=say(f"head {h}: {shown.get(h, '-')}", f"头 {h}：{shown.get(h, '-')}"))
-    for key, lag in ((near_key, NEAR), (far_key, FAR)):
-        ax.axvline(key, color="grey", ls=":", lw=1)
-        ax.text(key, 1.02, say(f"lag {lag}", f"间隔 {lag}"), ha="center", fontsize=8)
-    ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
-           ylabel=say("mean attention weight", "平均注意力权重"), ylim=(0, 1.08),
-           title=say(f"Where each head attends (seed {seed})", f"每个头关注哪里（种子 {seed}）"))
-    ax.legend(fontsize=8)
-    report.figure("offsets", fig, f"Mean attention weight of each head against the key's offset (seed {seed}); lag "
-                  f"{NEAR} is offset {near_key}, lag {FAR} offset {far_key}.")
-    report.figure("maps", _maps_figure(first["model"], first["single"], first["x"][:1], first["near_head"], first["far_head"]),
+    def draw_ablation():
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+        for j, key in enumerate(("dissociation_near", "dissociation_far")):
+            ax.scatter(np.full(len(seeds), j), per_seed[key], color=f"C{j}")
+            ax.bar(j, np.mean(per_seed[key]), color=f"C{j}", alpha=0.3)
+        ax.set_xticks([0, 1], [say(f"lag-{NEAR} head:\ncost on lag-{NEAR} minus lag-{FAR} positions",
+                                   f"间隔 {NEAR} 的头：\n间隔 {NEAR} 的位置上的代价减去间隔 {FAR} 的"),
+                               say(f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions",
+                                   f"间隔 {FAR} 的头：\n间隔 {FAR} 的位置上的代价减去间隔 {NEAR} 的")], fontsize=8)
+        ax.set(ylabel=say("NLL lost, difference (nats)", "NLL 的损失之差（奈特）"),
+               title=say("Mean-ablating each lag's head, per seed", "均值消融每个间隔的头，逐个种子"))
+        ax.axhline(0, color="black", lw=0.8)
+        return fig
+
+    report.figure("offsets", draw_offsets, "Mean attention weight of each head against the key's offset "
+                  f"(seed {seed}); lag {NEAR} is offset {near_key}, lag {FAR} offset {far_key}.",
+                  f"每个头的平均注意力权重随键的偏移的变化（种子 {seed}）；间隔 {NEAR} 即偏移 {near_key}，"
+                  f"间隔 {FAR} 即偏移 {far_key}。")
+    report.figure("maps", lambda: _maps_figure(first["model"], first["single"], first["x"][:1], first["near_head"],
+                                               first["far_head"]),
                   f"Attention maps on one validation sequence (seed {seed}): the most specialised head of each lag, "
-                  "and the single head.")
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    for j, key in enumerate(("dissociation_near", "dissociation_far")):
-        ax.scatter(np.full(len(seeds), j), per_seed[key], color=f"C{j}")
-        ax.bar(j, np.mean(per_seed[key]), color=f"C{j}", alpha=0.3)
-    ax.set_xticks([0, 1], [say(f"lag-{NEAR} head:\ncost on lag-{NEAR} minus lag-{FAR} positions",
-                               f"间隔 {NEAR} 的头：\n间隔 {NEAR} 的位置上的代价减去间隔 {FAR} 的"),
-                           say(f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions",
-                               f"间隔 {FAR} 的头：\n间隔 {FAR} 的位置上的代价减去间隔 {NEAR} 的")], fontsize=8)
-    ax.set(ylabel=say("NLL lost, difference (nats)", "NLL 的损失之差（奈特）"),
-           title=say("Mean-ablating each lag's head, per seed", "均值消融每个间隔的头，逐个种子"))
-    ax.axhline(0, color="black", lw=0.8)
-    report.figure("ablation", fig, "Per seed: what mean-ablating each lag's most specialised head costs on its own "
-                  f"lag's positions minus on the other lag's; the claim needs both above "
-                  f"{CRITERIA['dissociation_near'].floor:g} nats.")
+                  "and the single head.",
+                  f"验证集中一条序列上的注意力图（种子 {seed}）：每个间隔最专门化的头，以及只有一个头的模型的那个头。")
+    report.figure("ablation", draw_ablation, "Per seed: what mean-ablating each lag's most specialised head costs on "
+                  f"its own lag's positions minus on the other lag's; the claim needs both above "
+                  f"{CRITERIA['dissociation_near'].floor:g} nats.",
+                  "逐个种子：均值消融每个间隔最专门化的头，在它自己那个间隔的位置上的代价减去在另一个间隔的位置上的代价；"
+                  f"论点要求两者都高于 {CRITERIA['dissociation_near'].floor:g} 奈特。")
     return report
 
 

@@ -212,9 +212,11 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                  rows, title=f"Near mass by layer, mean over {len(seeds)} seeds")
     mean_prof = {c: {p: torch.stack(v).mean((0, 1)) for p, v in ps.items()} for c, ps in prof.items()}  # (O,) each
     report.number("profile", mean_prof)
-    report.figure("profiles", _figure(mean_prof, block), "Mean attention weight against the key's offset (mean over "
-                  "seeds and layers) on held-out text, one line per kind of position; no positions (black) is the "
-                  "control; uniform causal attention in grey.")
+    report.figure("profiles", lambda: _figure(mean_prof, block), "Mean attention weight against the key's offset (mean "
+                  "over seeds and layers) on held-out text, one line per kind of position; no positions (black) is the "
+                  "control; uniform causal attention in grey.",
+                  "留出数据上平均注意力权重随键的偏移的变化（对种子和层取平均），每种位置编码一条线；"
+                  "无位置编码（黑色）是对照；灰色是均匀的因果注意力。")
     return report
 
 

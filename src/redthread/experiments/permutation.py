@@ -145,10 +145,15 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                    r["accuracy_sinusoidal"] - r["bound"], r["nll_none"], r["bound_nll"], r["nll_sinusoidal"]]
                   for s, r in zip(seeds, runs)],
                  title=f"Name the first of {LENGTH} tokens ({VOCAB} symbols; chance 1/{VOCAB} = {1 / VOCAB:.4f})")
-    report.figure("equivariance", _plot_errors(errors, names), "Permuting the input of an order-blind model permutes its "
-                  "output up to float32 rounding; sinusoidal positions (and a causal mask) break the symmetry.")
-    report.figure("first_token", _plot_learning(runs), "Training NLL: without positions the model stops at what the "
-                  "multiset of tokens allows; with sinusoidal positions it goes on to name the first token.")
+    report.figure("equivariance", lambda: _plot_errors(errors, names), "Permuting the input of an order-blind model "
+                  "permutes its output up to float32 rounding; sinusoidal positions (and a causal mask) break the "
+                  "symmetry.",
+                  "把不看顺序的模型的输入换序，它的输出也随之换序，差别只在 float32 的舍入误差之内；"
+                  "正弦位置编码（以及因果掩码）打破了这种对称。")
+    report.figure("first_token", lambda: _plot_learning(runs), "Training NLL: without positions the model stops at "
+                  "what the multiset of tokens allows; with sinusoidal positions it goes on to name the first token.",
+                  "训练集 NLL：没有位置编码时，模型停在词元的多重集所能达到的水平；有正弦位置编码时，"
+                  "它继续往下降，学会说出第一个词元。")
     report.note(f"The causal TransformerLM without positional encoding moves by up to {max(errors['causal_none']):.2f} "
                 "under a permutation: the causal mask gives position t exactly t + 1 visible tokens, an order of its own, "
                 "so only self-attention without a mask is order-blind.")

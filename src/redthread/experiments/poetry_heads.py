@@ -85,7 +85,7 @@ from redthread.errors import InvalidValue, RedthreadError
 from redthread.experiments.criteria import ABOVE, Criterion
 from redthread.experiments.report import Report
 from redthread.experiments.stats import EDGE, FAILS, HOLDS, INCONCLUSIVE, NOT_REPLICATED, SMOKE, run_seeds
-from redthread.lang import cjk_figure, layer_head, say, speaking
+from redthread.lang import both_languages, figure_fonts, figure_in, layer_head, say
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -571,55 +571,64 @@ def describe(report: Report, runs: list[dict], seeds: list[int], poems: list[Poe
                 "asks whether positions carry a head (C8), the second how much of the chosen head's weight stays at the "
                 "same positions once the content no longer pairs (position, not dependency). Heads are written "
                 "L<layer>.H<head>, from 0.")
-    report.figure("head_masses", plot_masses(runs),
+    report.figure("head_masses", lambda: plot_masses(runs),
                   "Each head's mass on the 对仗 key (middle couplets of the 律诗) and on the rhyme key, evaluation poems, "
                   "mean over seeds, at both readings: the real model, the shuffled control, the model with no positions; "
-                  "dashed: the uniform level, dotted: twice it.")
+                  "dashed: the uniform level, dotted: twice it.",
+                  "每个头落在对仗的键（律诗的中间两联）上和押韵的键上的平均注意力权重，在评估用的诗上、对种子取平均，"
+                  "两种读法各一行：真实的诗上训练的模型、打乱的对照、无位置编码的模型；虚线是均匀分布的水平，点线是它的两倍。")
     ex = runs[0]["example"]
-    report.figure("maps", plot_example(ex, runs[0]["real"]["roles"]),
+    report.figure("maps", lambda: plot_example(ex, runs[0]["real"]["roles"]),
                   f"Seed {seeds[0]}: the chosen 对仗 and rhyme heads' attention over one evaluation poem ({ex['form']}), "
-                  "the poem's rows and columns (queries down, keys across).")
+                  "the poem's rows and columns (queries down, keys across).",
+                  f"种子 {seeds[0]}：选出的对仗头和押韵头在一首评估用的诗（{ex['form']}）上的注意力权重，"
+                  "行和列都是这首诗的字（查询从上往下，键从左往右）。")
 
 
 def plot_masses(runs: list[dict]) -> plt.Figure:
     arms = {"real": say("real poems", "真实的诗"), "shuffled": say("shuffled control", "打乱的对照"),
             "none": say("no positions", "无位置编码")}
-    fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), layout="constrained", squeeze=False)
-    for row, reading in enumerate(READINGS):
-        for col, (m, name) in enumerate((("parallel", say("对仗 (parallel key)", "对仗（平行位置的键）")),
-                                          ("rhyme", say("rhyme (previous couplet's end)", "押韵（上一联的末字）")))):
-            ax = axes[row, col]
-            for j, (arm, label) in enumerate(arms.items()):
-                s = torch.stack([r[arm]["scores"][f"{m}/{reading}"] for r in runs]).mean(0).flatten()  # (L H,)
-                ax.bar(np.arange(len(s)) + (j - 1) * 0.27, s.numpy(), width=0.27, label=label, color=f"C{j}")
-            uniform = float(np.mean([r["real"]["roles"][m]["uniform"] for r in runs]))
-            ax.axhline(uniform, color="grey", ls="--", lw=1, label=say("uniform", "均匀分布"))
-            ax.axhline(2 * uniform, color="grey", ls=":", lw=1, label=say("twice uniform", "均匀分布的两倍"))
-            L, H = MODEL["n_layer"], MODEL["n_head"]
-            ax.set_xticks(range(L * H), [layer_head(i // H, i % H).replace(", ", "\n") for i in range(L * H)], fontsize=7)
-            reading_name = say(reading, READINGS_ZH[reading])
-            ax.set(ylabel=say("mean attention weight", "平均注意力权重"), title=say(f"{name}, {reading_name}",
-                                                                                 f"{name}，{reading_name}"))
-            ax.legend(fontsize=7)
+    with figure_fonts(["对仗"]):  # the English titles name 对仗 too: a CJK font in both languages
+        fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), layout="constrained", squeeze=False)
+        for row, reading in enumerate(READINGS):
+            shown = (("parallel", say("对仗 (parallel key)", "对仗（平行位置的键）")),
+                     ("rhyme", say("rhyme (previous couplet's end)", "押韵（上一联的末字）")))
+            for col, (m, name) in enumerate(shown):
+                ax = axes[row, col]
+                for j, (arm, label) in enumerate(arms.items()):
+                    s = torch.stack([r[arm]["scores"][f"{m}/{reading}"] for r in runs]).mean(0).flatten()  # (L H,)
+                    ax.bar(np.arange(len(s)) + (j - 1) * 0.27, s.numpy(), width=0.27, label=label, color=f"C{j}")
+                uniform = float(np.mean([r["real"]["roles"][m]["uniform"] for r in runs]))
+                ax.axhline(uniform, color="grey", ls="--", lw=1, label=say("uniform", "均匀分布"))
+                ax.axhline(2 * uniform, color="grey", ls=":", lw=1, label=say("twice uniform", "均匀分布的两倍"))
+                L, H = MODEL["n_layer"], MODEL["n_head"]
+                ax.set_xticks(range(L * H), [say(f"layer {i // H}\nhead {i % H}", f"层 {i // H}·头 {i % H}")
+                                             for i in range(L * H)], fontsize=7)
+                reading_name = say(reading, READINGS_ZH[reading])
+                ax.set(ylabel=say("mean attention weight", "平均注意力权重"),
+                       title=say(f"{name}, {reading_name}", f"{name}，{reading_name}"))
+                ax.legend(fontsize=7)
     return fig
 
 
 def plot_example(ex: dict, roles: dict) -> plt.Figure:
     chars = [c if c != "\n" else "↵" for c in ex["text"]]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 6), layout="constrained")
-    for ax, m, name in ((axes[0], "parallel", say("对仗 head", "对仗的头")), (axes[1], "rhyme", say("rhyme head", "押韵的头"))):
-        head = roles[m]["head"]
-        image = ax.imshow(ex[m], cmap="viridis", vmin=0)
-        q, k = zip(*ex["pairs"][m])  # the pairs the role is read at, at the head's chosen reading
-        ax.scatter(k, q, s=30, marker="s", facecolors="none", edgecolors="r", linewidths=0.8,
-                   label=say(f"the pairs read ({roles[m]['reading']})",
-                             f"读取的位置对（{READINGS_ZH[roles[m]['reading']]}）"))
-        ax.legend(fontsize=7, loc="upper right")
-        ax.set_xticks(range(len(chars)), chars, fontsize=5)
-        ax.set_yticks(range(len(chars)), chars, fontsize=5)
-        ax.set(title=say(f"{name}: {layer_head(*head)}", f"{name}：{layer_head(*head)}"), xlabel=say("key", "键"),
-               ylabel=say("query", "查询"))
-        fig.colorbar(image, ax=ax, shrink=0.7, label=say("attention weight", "注意力权重"))
+    with figure_fonts(chars):  # the poem's characters, in both languages
+        fig, axes = plt.subplots(1, 2, figsize=(12, 6), layout="constrained")
+        for ax, m, name in ((axes[0], "parallel", say("对仗 head", "对仗的头")),
+                            (axes[1], "rhyme", say("rhyme head", "押韵的头"))):
+            head = roles[m]["head"]
+            image = ax.imshow(ex[m], cmap="viridis", vmin=0)
+            q, k = zip(*ex["pairs"][m])  # the pairs the role is read at, at the head's chosen reading
+            ax.scatter(k, q, s=30, marker="s", facecolors="none", edgecolors="r", linewidths=0.8,
+                       label=say(f"the pairs read ({roles[m]['reading']})",
+                                 f"读取的位置对（{READINGS_ZH[roles[m]['reading']]}）"))
+            ax.legend(fontsize=7, loc="upper right")
+            ax.set_xticks(range(len(chars)), chars, fontsize=5)
+            ax.set_yticks(range(len(chars)), chars, fontsize=5)
+            ax.set(title=say(f"{name}: {layer_head(*head)}", f"{name}：{layer_head(*head)}"), xlabel=say("key", "键"),
+                   ylabel=say("query", "查询"))
+            fig.colorbar(image, ax=ax, shrink=0.7, label=say("attention weight", "注意力权重"))
     return fig
 
 
@@ -676,10 +685,14 @@ def maps_zh(folder: Path) -> Path:
             raise RedthreadError(f"seed {seed}'s model trained again is not the run's ({label}: {now[0]} {now[1]:.6f}, NLL "
                                  f"{nll:.6f}; the report: {recorded[label][2]} {recorded[label][3]:.6f}, {recorded_nll:.6f})")
     target = folder / "maps.zh.png"
-    with speaking("zh"):
-        fig = plot_example(example_maps(model, evaluation, roles), roles)
-        cjk_figure(fig).savefig(target, format="png", dpi=110)
-    plt.close(fig)
+    ex = example_maps(model, evaluation, roles)
+    with both_languages():  # drawn as the report draws it, then saved in its Chinese side
+        fig = plot_example(ex, roles)
+    try:
+        with figure_in(fig, "zh"):
+            fig.savefig(target, format="png", dpi=110)
+    finally:
+        plt.close(fig)
     return target
 
 

@@ -734,23 +734,32 @@ def describe(report: Report, results: list[dict], seeds: list[int], minilm: dict
         report.note(f"MiniLM: mean mass within {RADIUS} places of a word piece {minilm['near_mass']:.3f}, uniform level "
                     f"{minilm['uniform']:.3f}. Heads are written L<layer>.H<head>, from 0.")
     describe_large(report, large)
-    report.figure("profiles", plot_profiles(results, minilm, large, T),
+    report.figure("profiles", lambda: plot_profiles(results, minilm, large, T),
                   "Mean attention weight against the key's offset. Left: the Shakespeare models (tier (a): mean over "
                   "seeds and layers, rotary positions against none; tier (c), the larger model: mean over layers, "
                   "scoring windows), uniform causal attention in grey. Right: MiniLM (mean over texts, layers and "
-                  "heads; offset > 0: a key before the query), the uniform level in grey.")
-    report.figure("head_roles", plot_roles(results[0], large, minilm),
+                  "heads; offset > 0: a key before the query), the uniform level in grey.",
+                  "平均注意力权重随键的偏移的变化。左：莎士比亚模型（(a)：对种子和层取平均，旋转位置编码对比无位置编码；"
+                  "(c) 更大的模型：对层取平均，在打分窗口上），灰色是均匀的因果注意力。右：MiniLM（对句子、层和头取平均；"
+                  "偏移 > 0：键在查询之前），灰色是均匀水平。")
+    report.figure("head_roles", lambda: plot_roles(results[0], large, minilm),
                   f"Role scores of every head. Top: the speedrun-recipe model of seed {seeds[0]}; middle: the larger "
                   "model; both on the scoring windows, the head chosen on the selection windows circled. Bottom: MiniLM "
-                  "over every text, the heads chosen by the even (circle) and odd (square) pairs marked.")
-    report.figure("token_identity", plot_identity(results, large),
+                  "over every text, the heads chosen by the even (circle) and odd (square) pairs marked.",
+                  f"每个头的角色得分。上：种子 {seeds[0]} 的莎士比亚模型 (a)；中：更大的模型 (c)；两者都在打分窗口上计算，"
+                  "在选择窗口上选出的头画了圆圈。下：MiniLM 在全部句子上的得分，标出了偶数句对（圆圈）和奇数句对（方块）"
+                  "各自选出的头。")
+    report.figure("token_identity", lambda: plot_identity(results, large),
                   "Share of the residual stream's variance explained by the current character, after the embedding and "
                   "each block (grey: each seed of tier (a); black: their mean; blue: the larger model; dashed: "
-                  "shuffled characters; red: the check's floor).")
-    report.figure("reliability", plot_reliability(c[0]),
+                  "shuffled characters; red: the check's floor).",
+                  "残差流的方差中由当前字符解释的比例，在嵌入之后和每一层之后（灰色：(a) 的每个种子；黑色：它们的平均；"
+                  "蓝色：更大的模型；虚线：打乱的字符；红色：这项检查的下限）。")
+    report.figure("reliability", lambda: plot_reliability(c[0]),
                   f"Reliability on seed {seeds[0]}'s scoring positions, before and after temperature scaling: accuracy "
-                  "per confidence bin (bars), share of positions (grey), calibrated (red).")
-
+                  "per confidence bin (bars), share of positions (grey), calibrated (red).",
+                  f"种子 {seeds[0]} 的打分位置上的可靠性图，温度缩放之前和之后：每个置信度区间里的准确率（柱），"
+                  "位置所占的比例（灰色），完全校准（红色）。")
 
 def describe_large(report: Report, large: dict) -> None:
     g, c = large["groups"], large["calibration"]

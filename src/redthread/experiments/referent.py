@@ -350,9 +350,13 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                   "kappa", "attribution's share for the referent", "accuracy lost, chosen head ablated",
                   "minus mean over other heads"], rows, title="Per seed, on the scoring items")
     report.number("weights", {"referent": [r["ref_weight"] for r in runs], "other": [r["other_weight"] for r in runs]})
-    report.figure("attention", _figure(runs, seeds), "Left: weight from the pronoun to the referent and to the other "
+    report.figure("attention", lambda: _figure(runs, seeds),
+                  "Left: weight from the pronoun to the referent and to the other "
                   f"candidate in every head (seed {seeds[0]}, scoring items), the chosen head marked. Right: per seed, the "
-                  "chosen head against the mean of the other heads.")
+                  "chosen head against the mean of the other heads.",
+                  "左：每个头里从代词到指代对象和到另一个候选的注意力权重"
+                  f"（种子 {seeds[0]}，用于打分的那一半句子），标出了选中的头。"
+                  "右：每个种子里选中的头与其他头的平均值的对比。")
     return report
 
 

@@ -144,18 +144,23 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                  [[f"w{j}", float(mse.coef_[j]), float(nll.coef_[j])] for j in range(FEATURES)]
                  + [["intercept", float(mse.intercept_), float(nll.intercept_)]],
                  title=f"Same data, two objectives (seed {seeds[0]})")
-    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    for c in curves:
-        ax.loglog(sizes, c, "-", color="0.75", lw=1)
-    ax.loglog(sizes, errors, "o-", label=say("least squares, mean over seeds", "最小二乘，各种子的平均"))
-    ax.loglog(sizes, theory, "--", label="σ²(F+1)/n")
-    ax.set_xlabel(say("training examples n", "训练样本数 n"))
-    ax.set_ylabel(say("mean (ŷ(x) − E[y|x])²", "(ŷ(x) − E[y|x])² 的均值"))
-    ax.set_title(say(f"slopes {min(slopes):.2f} … {max(slopes):.2f}", f"斜率 {min(slopes):.2f} … {max(slopes):.2f}"))
 
-    ax.legend()
-    report.figure("error_vs_n", fig, "The prediction converges to E[y|x] as 1/n (grey: each seed; noise variance "
-                  f"estimate {float(mse.noise_var_):.3f}, true {NOISE**2}).")
+    def draw():
+        fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+        for c in curves:
+            ax.loglog(sizes, c, "-", color="0.75", lw=1)
+        ax.loglog(sizes, errors, "o-", label=say("least squares, mean over seeds", "最小二乘，各种子的平均"))
+        ax.loglog(sizes, theory, "--", label="σ²(F+1)/n")
+        ax.set_xlabel(say("training examples n", "训练样本数 n"))
+        ax.set_ylabel(say("mean (ŷ(x) − E[y|x])²", "(ŷ(x) − E[y|x])² 的均值"))
+        ax.set_title(say(f"slopes {min(slopes):.2f} … {max(slopes):.2f}", f"斜率 {min(slopes):.2f} … {max(slopes):.2f}"))
+        ax.legend()
+        return fig
+
+    report.figure("error_vs_n", draw, "The prediction converges to E[y|x] as 1/n (grey: each seed; noise variance "
+                  f"estimate {float(mse.noise_var_):.3f}, true {NOISE**2}).",
+                  "预测以 1/n 的速度收敛到 E[y|x]（灰线：每个种子；噪声方差的估计值 "
+                  f"{float(mse.noise_var_):.3f}，真实值 {NOISE**2}）。")
     if not all(math.isfinite(sl) for sl in slopes):
         report.note("Some slope is not finite: some error was zero or not a number.")
     return report

@@ -4,7 +4,7 @@ figures, tables, every number as JSON, and a verdict computed from the measureme
     report = Report("scaling", "C7", setup="...", criterion="...")
     report.number("max_weight_unscaled_512", 0.97)         # every number lands in report.json
     report.table(["d_k", "Var(q.k)", "theory"], rows)      # a Markdown table
-    report.figure("variance", fig)                         # variance.png beside report.md
+    report.figure("variance", draw, "caption", "图注")      # draw() makes the figure: variance.png, variance.zh.png
     report.check("gap", gaps, seeds)                       # a criterion of the experiment's CRITERIA, over seeds
     report.check_proportion("flip", k, n)                  # k of n 0/1 outcomes: Wilson's interval
     report.tuning("lr, no scale", grid, scores, pick)      # a tuning pick, flagged when it sits on the grid's edge
@@ -20,6 +20,9 @@ then each check carries every set's measurement and its replicated verdict.
 A claim with several parts gets a verdict per part; the overall verdict hides none: any part that
 does not hold makes it "does not hold", then any undecided one leaves it open. A --quick report is
 a smoke test: it carries no verdict, and says "smoke" where one would stand.
+
+A figure is given as the function that draws it: called with both languages on, its say() texts hold both, and it
+is saved twice, in English beside report.md and in Chinese as STEM.zh.png, which the Chinese site shows in its place.
 
 report.zh.md is the report in Chinese, rendered from report.json alone (`experiments/report_zh.py`): the claim in
 docs/claims.md's Chinese wording, the verdicts, and a conclusion generated from the numbers; a module may add its own
@@ -53,7 +56,7 @@ from redthread.experiments.stats import (
     proportion,
 )
 from redthread.files import atomic_write, atomic_write_text
-from redthread.lang import cjk_figure
+from redthread.lang import both_languages, cjk_figure, figure_has_pairs, figure_in
 from redthread.plotting import pyplot
 
 plt = pyplot()
@@ -152,6 +155,7 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)  # Markdown, in order: tables, figures, notes
     figures: dict[str, plt.Figure] = field(default_factory=dict)
+    captions: dict[str, dict] = field(default_factory=dict)  # per figure: {"en": ..., "zh": ...}
     skipped: str | None = None  # why the experiment could not run here (e.g. an optional model missing)
     tunings: list[dict] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)  # each change of a criterion after a result had been seen
@@ -176,11 +180,19 @@ class Report:
     def note(self, text: str) -> None:
         self.sections.append(text)
 
-    def figure(self, stem: str, fig: plt.Figure, caption: str = "") -> None:
+    def figure(self, stem: str, draw, caption: str = "", caption_zh: str = "") -> None:
+        """A figure beside report.md, with its caption in both languages. `draw` is the function that makes it:
+        called with both languages on, its say() texts hold both, and `write` saves it as STEM.png in English and
+        STEM.zh.png in Chinese. A figure already made (a matplotlib Figure) is saved as drawn, in one language."""
         if stem in self.figures:
             raise InvalidValue(f"figure {stem!r} added twice")
-        self.figures[stem] = cjk_figure(fig)  # its Chinese words (rt.set_language("zh")) drawn in a CJK font
-
+        if isinstance(draw, plt.Figure):
+            fig = cjk_figure(draw)  # its Chinese words (rt.set_language("zh")) drawn in a CJK font
+        else:
+            with both_languages():
+                fig = draw()
+        self.figures[stem] = fig
+        self.captions[stem] = {"en": caption, "zh": caption_zh}
         self.sections.append(f"![{caption or stem}]({stem}.png)" + (f"\n\n*{caption}*" if caption else ""))
 
     def check(self, name: str, values, seeds: list[int] | None = None, seen: str = "") -> None:
@@ -322,13 +334,22 @@ class Report:
             "criteria_commit": self.criteria_commit, "history": self.history, "preregistration": self.plan,
             "checks": [c.to_json() for c in self.checks], "tuning": self.tunings,
             "numbers": self.numbers,
+            "figures": [{"stem": stem, "caption": c["en"], "caption_zh": c["zh"], "zh": figure_has_pairs(self.figures[stem])}
+                        for stem, c in self.captions.items()],
             **({"conclusion": self.conclusion} if self.conclusion else {}),
         }
 
     def write(self, out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         for stem, fig in self.figures.items():
-            atomic_write(out / f"{stem}.png", lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110))
+            save = lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110)  # noqa: E731
+            if figure_has_pairs(fig):
+                for lang, path in (("en", out / f"{stem}.png"), ("zh", out / f"{stem}.zh.png")):
+                    with figure_in(fig, lang):
+                        atomic_write(path, save)
+            else:
+                atomic_write(out / f"{stem}.png", save)
+                (out / f"{stem}.zh.png").unlink(missing_ok=True)  # an earlier run's Chinese drawing no longer matches
             plt.close(fig)
         data = json.dumps(self.to_json(), indent=2, allow_nan=True)
         atomic_write_text(out / "report.json", data)

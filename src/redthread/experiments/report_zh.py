@@ -10,8 +10,9 @@ The page gives the experiment's Chinese name, the claim(s) it tests in the wordi
 for each check a short Chinese description (`CHECKS`), each seed set's mean and 95% interval, the floor and the side
 the claim needs, and the verdict; then how the two seed sets are combined, and how many times a criterion was changed
 after a result had been seen (the report's `history`). A --quick report opens by saying it is a smoke test that
-carries no verdict. Everything else — the set-up, the pre-registration, the tables and the figures — is in the English
-report.md, which the page points to. A module that writes its own Chinese conclusion into the report
+carries no verdict. A report whose figures were drawn in both languages (report.json's `figures`) shows them, in
+Chinese with their Chinese captions. Everything else — the set-up, the pre-registration, the tables, and older reports'
+figures — is in the English report.md, which the page points to. A module that writes its own Chinese conclusion into the report
 (`Report.conclusion["zh"]`) has it placed first in the paragraph.
 
 Every word is the glossary's (docs/glossary.md): the verdicts are those of `compare.verdict_text`, the other terms
@@ -449,7 +450,14 @@ def _render(report: dict) -> str:
         said.append(own.strip())
     said += [_check_sentence(name, c, quick) for c in report["checks"]]
     said += [_replication(report), _history(report)]
-    lines += ["".join(said), "", f"实验的设置、预先登记、判据的全文、检查表、调参、图和各表见{ENGLISH}；每个数都在 `report.json` 里。", ""]
+    figures = [f for f in report.get("figures") or [] if f.get("zh")]
+    shown = "" if figures else "图和"
+    lines += ["".join(said), "", f"实验的设置、预先登记、判据的全文、检查表、调参、{shown}各表见{ENGLISH}；每个数都在 `report.json` 里。", ""]
+    if figures:
+        lines += ["## 图", ""]
+    for f in figures:  # STEM.zh.png, the Chinese drawing (on the site mkdocs-static-i18n serves it as zh/…/STEM.png)
+        caption = str(f.get("caption_zh") or "")
+        lines += [f"![{caption or f['stem']}]({f['stem']}.zh.png)", ""] + ([f"*{caption}*", ""] if caption else [])
     return "\n".join(lines)
 
 

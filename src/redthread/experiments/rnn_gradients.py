@@ -303,33 +303,50 @@ def _run(quick: bool, seed: int, progress) -> Report:
 
 def plot(report: Report, curves, sweep, sweep_log_retention, critical, retention, low, high, tf_spread, n_seeds) -> None:
     K = DISTANCE
-    fig, ax = plt.subplots(figsize=(6.5, 4.2), layout="constrained")
-    k = range(1, K + 1)
-    for label, logn in curves.items():
-        shown = say(label, label.replace(", ", "，").replace(" init", " 初始化"))
-        ax.semilogy(k, (logn - logn[0]).exp(), label=shown, lw=2 if label == "Transformer" else 1.5,
-                    ls="--" if label.startswith("LSTM") else "-")
-    ax.set_xlabel(say("distance T − t (steps)", "距离 T − t（步）"))
-    ax.set_ylabel("‖∂h_T/∂state_t‖ / ‖∂h_T/∂state_(T−1)‖")
-    ax.set_title(say(f"Gradient norm against distance, at initialisation ({n_seeds} seeds)",
-                     f"初始化时梯度范数随距离的变化（{n_seeds} 个种子）"))
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    report.figure("gradient_vs_distance", fig, f"Retention against distance, geometric means over {n_seeds} seeds. "
-                  f"The tanh RNN's changes geometrically (ρ = {RADII[0]:g}: 10^{statistics.mean(retention[low]):.0f}, "
-                  f"ρ = {RADII[2]:g}: 10^{statistics.mean(retention[high]):.0f} over {K} steps); the Transformer's "
-                  f"stays within a factor 10^{statistics.mean(tf_spread):.2f}.")
 
-    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    ax.plot(sweep, [v / math.log(10) for v in sweep_log_retention], "o-")
-    ax.axhline(0, color="k", lw=0.8)
-    ax.axhline(math.log10(VANISH), color="tab:blue", ls=":", label=say(f"vanished ({VANISH:g})", f"消失（{VANISH:g}）"))
-    ax.axhline(math.log10(EXPLODE), color="tab:red", ls=":", label=say(f"exploded ({EXPLODE:g})", f"爆炸（{EXPLODE:g}）"))
-    ax.set_xlabel(say("spectral radius ρ of W_hh", "W_hh 的谱半径 ρ"))
-    ax.set_ylabel(say(f"log10 retention over {K} steps", f"{K} 步之后保留比例的 log10"))
-    ax.set_title(say(f"tanh RNN: retention over {K} steps against ρ", f"tanh RNN：{K} 步之后的保留比例随 ρ 的变化"))
+    def draw_distance():
+        fig, ax = plt.subplots(figsize=(6.5, 4.2), layout="constrained")
+        k = range(1, K + 1)
+        for label, logn in curves.items():
+            shown = say(label, label.replace(", ", "，").replace(" init", " 初始化"))
+            ax.semilogy(k, (logn - logn[0]).exp(), label=shown, lw=2 if label == "Transformer" else 1.5,
+                        ls="--" if label.startswith("LSTM") else "-")
+        ax.set_xlabel(say("distance T − t (steps)", "距离 T − t（步）"))
+        ax.set_ylabel("‖∂h_T/∂state_t‖ / ‖∂h_T/∂state_(T−1)‖")
+        ax.set_title(say(f"Gradient norm against distance, at initialisation ({n_seeds} seeds)",
+                         f"初始化时梯度范数随距离的变化（{n_seeds} 个种子）"))
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        return fig
 
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    report.figure("radius_sweep", fig, "log10 ‖J(K)‖/‖J(1)‖ against ρ"
-                  + (f"; it crosses 0 near ρ ≈ {critical:.2f}, above 1 because tanh' < 1 damps every step." if critical else "."))
+    rnn_low, rnn_high, tf = (statistics.mean(retention[low]), statistics.mean(retention[high]),
+                             statistics.mean(tf_spread))
+    report.figure("gradient_vs_distance", draw_distance,
+                  f"Retention against distance, geometric means over {n_seeds} seeds. "
+                  f"The tanh RNN's changes geometrically (ρ = {RADII[0]:g}: 10^{rnn_low:.0f}, "
+                  f"ρ = {RADII[2]:g}: 10^{rnn_high:.0f} over {K} steps); the Transformer's "
+                  f"stays within a factor 10^{tf:.2f}.",
+                  f"保留比例随距离的变化，{n_seeds} 个种子的几何平均。tanh RNN 的保留比例按几何级数变化"
+                  f"（{K} 步之后，ρ = {RADII[0]:g} 时为 10^{rnn_low:.0f}，ρ = {RADII[2]:g} 时为 10^{rnn_high:.0f}）；"
+                  f"Transformer 的保留比例始终在 10^{tf:.2f} 倍的范围之内。")
+
+    def draw_sweep():
+        fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+        ax.plot(sweep, [v / math.log(10) for v in sweep_log_retention], "o-")
+        ax.axhline(0, color="k", lw=0.8)
+        ax.axhline(math.log10(VANISH), color="tab:blue", ls=":",
+                   label=say(f"vanished ({VANISH:g})", f"消失（{VANISH:g}）"))
+        ax.axhline(math.log10(EXPLODE), color="tab:red", ls=":",
+                   label=say(f"exploded ({EXPLODE:g})", f"爆炸（{EXPLODE:g}）"))
+        ax.set_xlabel(say("spectral radius ρ of W_hh", "W_hh 的谱半径 ρ"))
+        ax.set_ylabel(say(f"log10 retention over {K} steps", f"{K} 步之后保留比例的 log10"))
+        ax.set_title(say(f"tanh RNN: retention over {K} steps against ρ", f"tanh RNN：{K} 步之后的保留比例随 ρ 的变化"))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        return fig
+
+    report.figure("radius_sweep", draw_sweep, "log10 ‖J(K)‖/‖J(1)‖ against ρ"
+                  + (f"; it crosses 0 near ρ ≈ {critical:.2f}, above 1 because tanh' < 1 damps every step." if critical else "."),
+                  "log10 ‖J(K)‖/‖J(1)‖ 随 ρ 的变化"
+                  + (f"；它在 ρ ≈ {critical:.2f} 附近穿过 0，这个位置高于 1，因为 tanh' < 1 让每一步都有衰减。"
+                     if critical else "。"))

@@ -225,8 +225,10 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     report.note(f"A continuation of the first prompt per strategy (seed {seeds[0]}; symbols as letters; the prompt is "
                 f"'{rows['real data']['sample'][:PROMPT]}'):\n\n```\n"
                 + "\n".join(f"{label:<16} {m['sample'][PROMPT:]}" for label, m in rows.items()) + "\n```")
-    report.figure("sampling", plot(rows), "Left: likelihood against diversity, every strategy and the real "
-                  "continuations (means over seeds). Right: NLL under the true chain, with the real continuations' level.")
+    report.figure("sampling", lambda: plot(rows), "Left: likelihood against diversity, every strategy and the real "
+                  "continuations (means over seeds). Right: NLL under the true chain, with the real continuations' level.",
+                  "左：似然与多样性的关系，每种策略和真实的续写各一个点（各种子的平均）。"
+                  "右：真实马尔可夫链给出的 NLL，虚线是真实续写的水平。")
     return report
 
 
@@ -274,9 +276,13 @@ def measure(model: ChainLM, source: MarkovSource, seq: torch.Tensor, settings: d
     return out
 
 
-def _shown(strategy: str) -> str:
-    """A strategy's label in the language chosen: 'temperature 0.7' is '温度 0.7', 'greedy' '贪心解码'."""
-    return say(strategy, {"greedy": "贪心解码", "real data": "真实数据"}.get(strategy, strategy.replace("temperature", "温度")))
+def _shown(strategy: str, short: bool = False) -> str:
+    """A strategy's label in the language chosen: 'temperature 0.7' is '温度 0.7', 'greedy' '贪心解码';
+    short: a temperature as 'T = 0.7' in both."""
+    zh = {"greedy": "贪心解码", "real data": "真实数据"}.get(strategy, strategy.replace("temperature", "温度"))
+    if short:
+        return say(strategy.replace("temperature ", "T = "), zh.replace("温度 ", "T = "))
+    return say(strategy, zh)
 
 
 def plot(rows: dict) -> plt.Figure:
@@ -293,8 +299,7 @@ def plot(rows: dict) -> plt.Figure:
     labels = list(STRATEGIES)
     right.bar(range(len(labels)), [rows[s]["nll_true"] for s in labels], color="#4C72B0")
     right.axhline(rows["real data"]["nll_true"], color="r", ls="--", lw=1, label=say("real continuations", "真实的续写"))
-    right.set_xticks(range(len(labels)), [_shown(s).replace("temperature ", "T = ").replace("温度 ", "T = ")
-                                          for s in labels], fontsize=8)
+    right.set_xticks(range(len(labels)), [_shown(s, short=True) for s in labels], fontsize=8)
     right.set_ylabel(say("NLL under the true chain (nats/token)", "真实马尔可夫链给出的 NLL（奈特/词元）"))
     right.set_title(say("Scored by the true chain", "由真实的链打分"))
     right.legend(fontsize=8)

@@ -154,13 +154,20 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
     _variance_part(report, variance, seeds)
     _saturation_part(report, soft, seeds)
     _trainability_part(report, runs, picked, tuned, seeds)
-    report.figure("variance", _plot_variance(variance), "Var(q·k) grows as d_k; divided by √d_k it stays at 1 (mean over "
-                  "seeds).")
-    report.figure("softmax", _plot_softmax(soft), f"Without the scale the softmax over {S_KEYS} keys goes one-hot as d_k "
+    report.figure("variance", lambda: _plot_variance(variance),
+                  "Var(q·k) grows as d_k; divided by √d_k it stays at 1 (mean over seeds).",
+                  "Var(q·k) 随 d_k 线性增长；除以 √d_k 之后保持在 1（各种子的平均）。")
+    report.figure("softmax", lambda: _plot_softmax(soft),
+                  f"Without the scale the softmax over {S_KEYS} keys goes one-hot as d_k "
                   "grows and its Jacobian, the factor in every gradient to q and k, vanishes; with the scale nothing "
-                  "changes (mean over seeds; the dotted lines are the half-way thresholds).")
-    report.figure("training", _plot_training(runs), f"Training loss (mean over 10 steps), d_k = {d_model}, with and "
-                  "without the scale, each at its own learning rate; the dotted line is the Bayes limit.")
+                  "changes (mean over seeds; the dotted lines are the half-way thresholds).",
+                  f"不缩放时，{S_KEYS} 个键上的 softmax 随 d_k 增大而趋向独热，它的雅可比矩阵"
+                  "（流向 q 和 k 的每个梯度里都有的因子）随之消失；缩放之后这些都不随 d_k 变化"
+                  "（各种子的平均；点线是中点处的阈值）。")
+    report.figure("training", lambda: _plot_training(runs),
+                  f"Training loss (mean over 10 steps), d_k = {d_model}, with and "
+                  "without the scale, each at its own learning rate; the dotted line is the Bayes limit.",
+                  f"训练损失（每 10 步的平均），d_k = {d_model}，缩放与不缩放，各自用自己的学习率；点线是贝叶斯极限。")
     return report
 
 

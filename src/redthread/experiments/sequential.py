@@ -508,79 +508,99 @@ def _run(quick: bool, seed: int, progress, budget: float = 1.0) -> Report:
     return report
 
 
+def _zh_name(name: str) -> str:
+    """A model's name in Chinese: 'RNN (project)' is 'RNN（本项目的）'."""
+    return name.replace(" (project)", "（本项目的）").replace(" (nn.RNN)", "（nn.RNN）")
+
+
 def _shown(name: str) -> str:
     """A model's name in the language chosen: 'RNN (project)' is 'RNN（本项目的）' in Chinese."""
-    return say(name, name.replace(" (project)", "（本项目的）").replace(" (nn.RNN)", "（nn.RNN）"))
+    return say(name, _zh_name(name))
 
 
 def _with_params(name: str, n: float, digits: int) -> str:
     """'Transformer (104k params)' / 'Transformer（104k 个参数）'."""
-    return say(f"{name} ({n / 1e3:.{digits}f}k params)", f"{_shown(name)}（{n / 1e3:.{digits}f}k 个参数）")
-
+    return say(f"{name} ({n / 1e3:.{digits}f}k params)", f"{_zh_name(name)}（{n / 1e3:.{digits}f}k 个参数）")
 
 
 def plot(report: Report, lengths, shapes, depth, ms, params, n_tokens) -> None:
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    for (name, marker) in zip(depth, ("s", "o", "^")):
-        ax1.loglog(lengths, depth[name], marker + "-", label=_shown(name))
-        med = [statistics.median(v) for v in ms[name]]
-        lo, hi = [min(v) for v in ms[name]], [max(v) for v in ms[name]]
-        ax2.errorbar(lengths, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
-                     fmt=marker + "-", capsize=3, label=_with_params(name, params[name], 0))
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
-    ax1.set_ylabel(say("longest chain of autograd operations", "最长的 autograd 运算链"))
-    ax1.set_title(say("Dependent steps", "相互依赖的步骤"))
-    ax2.set_ylabel(say("forward + backward, ms (median, min–max)", "前向 + 反向，毫秒（中位数，最小–最大）"))
-    ax2.set_title(say("Time (CPU time), one CPU thread", "时间（CPU 时间），一个 CPU 线程"))
-    for ax in (ax1, ax2):
-        ax.set_xlabel(say(f"sequence length T (batch {n_tokens} / T: {n_tokens} tokens at every T)",
-                          f"序列长度 T（批大小 {n_tokens} / T：每个 T 都是 {n_tokens} 个词元）"))
-        ax.set_xscale("log", base=2)
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-    report.figure("time_vs_length", fig, f"The same {n_tokens} tokens arranged from {shapes[0][0]} sequences of "
-                  f"{shapes[0][1]} to one of {shapes[-1][1]}. Left: the RNNs' chain of dependent operations grows "
-                  "with T, the Transformer's does not. Right: time on one CPU thread.")
+    def draw():
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+        for (name, marker) in zip(depth, ("s", "o", "^")):
+            ax1.loglog(lengths, depth[name], marker + "-", label=_shown(name))
+            med = [statistics.median(v) for v in ms[name]]
+            lo, hi = [min(v) for v in ms[name]], [max(v) for v in ms[name]]
+            ax2.errorbar(lengths, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
+                         fmt=marker + "-", capsize=3, label=_with_params(name, params[name], 0))
+        ax2.set_xscale("log")
+        ax2.set_yscale("log")
+        ax1.set_ylabel(say("longest chain of autograd operations", "最长的 autograd 运算链"))
+        ax1.set_title(say("Dependent steps", "相互依赖的步骤"))
+        ax2.set_ylabel(say("forward + backward, ms (median, min–max)", "前向 + 反向，毫秒（中位数，最小–最大）"))
+        ax2.set_title(say("Time (CPU time), one CPU thread", "时间（CPU 时间），一个 CPU 线程"))
+        for ax in (ax1, ax2):
+            ax.set_xlabel(say(f"sequence length T (batch {n_tokens} / T: {n_tokens} tokens at every T)",
+                              f"序列长度 T（批大小 {n_tokens} / T：每个 T 都是 {n_tokens} 个词元）"))
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=8)
+        return fig
 
+    report.figure("time_vs_length", draw, f"The same {n_tokens} tokens arranged from {shapes[0][0]} sequences of "
+                  f"{shapes[0][1]} to one of {shapes[-1][1]}. Left: the RNNs' chain of dependent operations grows "
+                  "with T, the Transformer's does not. Right: time on one CPU thread.",
+                  f"同样的 {n_tokens} 个词元，从 {shapes[0][0]} 个长 {shapes[0][1]} 的序列，排到 1 个长 "
+                  f"{shapes[-1][1]} 的序列。左：RNN 的相互依赖的运算链随 T 增长，Transformer 的不增长。"
+                  "右：一个 CPU 线程上的时间。")
 
 
 def plot_grid(report: Report, batches, lengths, median_ratio: list[float]) -> None:
-    ratio = np.array(median_ratio).reshape(len(batches), len(lengths))  # (batches, lengths), batch-major cells
-    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    extreme = max(abs(math.log2(r)) for r in median_ratio) or 1.0
-    im = ax.imshow(np.log2(ratio), cmap="coolwarm", vmin=-extreme, vmax=extreme, origin="lower")
-    for i in range(len(batches)):
-        for j in range(len(lengths)):
-            ax.text(j, i, f"{ratio[i, j]:.2f}", ha="center", va="center", fontsize=10)
-    ax.set_xticks(range(len(lengths)), [str(T) for T in lengths])
-    ax.set_yticks(range(len(batches)), [str(B) for B in batches])
-    ax.set_xlabel(say("sequence length T", "序列长度 T"))
-    ax.set_ylabel(say("batch B", "批大小 B"))
-    ax.set_title(say("nn.RNN time / Transformer time, one CPU thread", "nn.RNN 的时间 / Transformer 的时间，一个 CPU 线程"))
-    fig.colorbar(im, ax=ax, label=say("log2 of the ratio (red: the RNN slower)", "比值的 log2（红色：RNN 更慢）"))
-    report.figure("time_ratio_grid", fig, "Median over the repeats of nn.RNN's forward + backward time over the "
+    def draw():
+        ratio = np.array(median_ratio).reshape(len(batches), len(lengths))  # (batches, lengths), batch-major cells
+        fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+        extreme = max(abs(math.log2(r)) for r in median_ratio) or 1.0
+        im = ax.imshow(np.log2(ratio), cmap="coolwarm", vmin=-extreme, vmax=extreme, origin="lower")
+        for i in range(len(batches)):
+            for j in range(len(lengths)):
+                ax.text(j, i, f"{ratio[i, j]:.2f}", ha="center", va="center", fontsize=10)
+        ax.set_xticks(range(len(lengths)), [str(T) for T in lengths])
+        ax.set_yticks(range(len(batches)), [str(B) for B in batches])
+        ax.set_xlabel(say("sequence length T", "序列长度 T"))
+        ax.set_ylabel(say("batch B", "批大小 B"))
+        ax.set_title(say("nn.RNN time / Transformer time, one CPU thread",
+                         "nn.RNN 的时间 / Transformer 的时间，一个 CPU 线程"))
+        fig.colorbar(im, ax=ax, label=say("log2 of the ratio (red: the RNN slower)", "比值的 log2（红色：RNN 更慢）"))
+        return fig
+
+    report.figure("time_ratio_grid", draw, "Median over the repeats of nn.RNN's forward + backward time over the "
                   "Transformer's, per batch × length, on one CPU thread. Above 1 (red): the RNN is the slower; below 1 "
-                  "(blue): the faster. The batch-1 speed checks are the bottom row.")
+                  "(blue): the faster. The batch-1 speed checks are the bottom row.",
+                  "每个批大小 × 长度上，nn.RNN 的前向 + 反向时间除以 Transformer 的，取各次重复的中位数，"
+                  "一个 CPU 线程。大于 1（红色）：RNN 更慢；小于 1（蓝色）：RNN 更快。批大小为 1 的速度检查"
+                  "是最下面一行。")
 
 
 def plot_recall(report: Report, recall: dict, params: dict, steps: int) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    distances = np.arange(1, EQ_LENGTH)
-    for (kind, per_seed), marker in zip(recall.items(), "os"):
-        acc = np.array(per_seed)  # (seeds, T - 1)
-        ax.plot(distances, acc.mean(0), marker + "-", ms=3, label=_with_params(kind, params[kind], 1))
-        ax.fill_between(distances, acc.min(0), acc.max(0), alpha=0.2)
-    ax.axvspan(NEAR[0] - 0.5, NEAR[-1] + 0.5, color="green", alpha=0.08, label=say("near", "近"))
-    ax.axvspan(FAR[0] - 0.5, FAR[-1] + 0.5, color="orange", alpha=0.08, label=say("far", "远"))
-    ax.axhline(_RECALL_CHANCE, color="gray", ls=":", label=say(f"chance (1/{N_ITEMS})", f"随机猜测（1/{N_ITEMS}）"))
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel(say("distance d from the item (positions back)", "与该项的距离 d（往前数的位置）"))
-    ax.set_ylabel(say("test recall accuracy", "测试集上回忆的准确率"))
-    ax.set_title(say(f"Equal view: recall of the first item, {steps} steps", f"平等审视：回忆第一项，{steps} 步"))
+    def draw():
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+        distances = np.arange(1, EQ_LENGTH)
+        for (kind, per_seed), marker in zip(recall.items(), "os"):
+            acc = np.array(per_seed)  # (seeds, T - 1)
+            ax.plot(distances, acc.mean(0), marker + "-", ms=3, label=_with_params(kind, params[kind], 1))
+            ax.fill_between(distances, acc.min(0), acc.max(0), alpha=0.2)
+        ax.axvspan(NEAR[0] - 0.5, NEAR[-1] + 0.5, color="green", alpha=0.08, label=say("near", "近"))
+        ax.axvspan(FAR[0] - 0.5, FAR[-1] + 0.5, color="orange", alpha=0.08, label=say("far", "远"))
+        ax.axhline(_RECALL_CHANCE, color="gray", ls=":", label=say(f"chance (1/{N_ITEMS})", f"随机猜测（1/{N_ITEMS}）"))
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel(say("distance d from the item (positions back)", "与该项的距离 d（往前数的位置）"))
+        ax.set_ylabel(say("test recall accuracy", "测试集上回忆的准确率"))
+        ax.set_title(say(f"Equal view: recall of the first item, {steps} steps", f"平等审视：回忆第一项，{steps} 步"))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        return fig
 
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    report.figure("recall_vs_distance", fig, "Test recall accuracy of the sequence's first item at each distance, "
+    report.figure("recall_vs_distance", draw, "Test recall accuracy of the sequence's first item at each distance, "
                   "mean over seeds (band: min–max). Attention looks back at the item in one step from any distance; "
-                  "the RNN carries it through its recurrence.")
+                  "the RNN carries it through its recurrence.",
+                  "序列第一项在每个距离上的测试集回忆准确率，各种子的平均（色带：最小–最大）。注意力从任何距离"
+                  "都只用一步就回看到该项；RNN 则要靠一次次递推把它带过来。")

@@ -316,29 +316,34 @@ def write_results(report: Report, seeds, ladder, order, gap, blind_acc, caps) ->
                  [[_mean(order["ece"]), _mean(order["floor"]), _mean(order["excess"])]],
                  title="(C2) The ViT's calibration (means over seeds)")
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), layout="constrained")
-    names = list(ladder)
-    for i, name in enumerate(names):
-        axes[0].plot([i] * len(seeds), ladder[name]["nll"], "o", alpha=0.6, color=f"C{i}")
-        axes[0].plot([i - 0.2, i + 0.2], [_mean(ladder[name]["nll"])] * 2, "-", color=f"C{i}", lw=2)
-    axes[0].set_xticks(range(len(names)), [say(n, n.replace("softmax regression", "softmax 回归")) for n in names])
-    axes[0].set_ylabel(say("test NLL (nats per image)", "测试集 NLL（奈特/图像）"))
-    axes[0].set_title(say("(a) digits, one dot per seed", "(a) 手写数字，每个种子一个点"))
-    labels = [say("unpermuted", "不换序"), say("fixed perm.", "固定的换序"), say("random perm.", "随机的换序")]
-    for i, key in enumerate(("unpermuted", "fixed", "random")):
-        axes[1].plot([i] * len(seeds), order[key], "o", alpha=0.6, color=f"C{i}")
-        axes[1].plot([i - 0.2, i + 0.2], [_mean(order[key])] * 2, "-", color=f"C{i}", lw=2)
-    axes[1].axhline(blind_acc, color="k", ls="--", lw=1, label=say("no positions (first seed)", "无位置编码（第一个种子）"))
-    axes[1].set_xticks(range(3), labels)
-    axes[1].set_ylabel(say("ViT test accuracy", "ViT 在测试集上的准确率"))
-    axes[1].set_title(say("(b) patch order", "(b) 图块的顺序"))
-    axes[1].legend(fontsize=8)
-    axes[2].plot(seeds, [c["grounding"] for c in caps], "o-", label=say("grounding score", "定位得分"))
-    axes[2].plot(seeds, [c["uniform"] for c in caps], "s--", label=say("uniform attention", "均匀的注意力"))
-    axes[2].set_xlabel(say("seed", "种子"))
-    axes[2].set_ylabel(say("attention share on the named object", "落在所说物体上的注意力比例"))
-    axes[2].set_title(say("(c) captioner grounding", "(c) 描述模型的定位"))
+    def draw():
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), layout="constrained")
+        names = list(ladder)
+        for i, name in enumerate(names):
+            axes[0].plot([i] * len(seeds), ladder[name]["nll"], "o", alpha=0.6, color=f"C{i}")
+            axes[0].plot([i - 0.2, i + 0.2], [_mean(ladder[name]["nll"])] * 2, "-", color=f"C{i}", lw=2)
+        axes[0].set_xticks(range(len(names)), [say(n, n.replace("softmax regression", "softmax 回归")) for n in names])
+        axes[0].set_ylabel(say("test NLL (nats per image)", "测试集 NLL（奈特/图像）"))
+        axes[0].set_title(say("(a) digits, one dot per seed", "(a) 手写数字，每个种子一个点"))
+        labels = [say("unpermuted", "不换序"), say("fixed perm.", "固定的换序"), say("random perm.", "随机的换序")]
+        for i, key in enumerate(("unpermuted", "fixed", "random")):
+            axes[1].plot([i] * len(seeds), order[key], "o", alpha=0.6, color=f"C{i}")
+            axes[1].plot([i - 0.2, i + 0.2], [_mean(order[key])] * 2, "-", color=f"C{i}", lw=2)
+        axes[1].axhline(blind_acc, color="k", ls="--", lw=1,
+                        label=say("no positions (first seed)", "无位置编码（第一个种子）"))
+        axes[1].set_xticks(range(3), labels)
+        axes[1].set_ylabel(say("ViT test accuracy", "ViT 在测试集上的准确率"))
+        axes[1].set_title(say("(b) patch order", "(b) 图块的顺序"))
+        axes[1].legend(fontsize=8)
+        axes[2].plot(seeds, [c["grounding"] for c in caps], "o-", label=say("grounding score", "定位得分"))
+        axes[2].plot(seeds, [c["uniform"] for c in caps], "s--", label=say("uniform attention", "均匀的注意力"))
+        axes[2].set_xlabel(say("seed", "种子"))
+        axes[2].set_ylabel(say("attention share on the named object", "落在所说物体上的注意力比例"))
+        axes[2].set_title(say("(c) captioner grounding", "(c) 描述模型的定位"))
+        axes[2].legend(fontsize=8)
+        return fig
 
-    axes[2].legend(fontsize=8)
-    report.figure("vision", fig, "(a) test NLL of the three rungs; (b) the ViT's accuracy with its patches permuted; "
-                  "(c) the share of a word's cross-attention on its object against uniform attention.")
+    report.figure("vision", draw, "(a) test NLL of the three rungs; (b) the ViT's accuracy with its patches permuted; "
+                  "(c) the share of a word's cross-attention on its object against uniform attention.",
+                  "(a) 阶梯上三级模型的测试集 NLL；(b) 图块换序之后 ViT 的准确率；"
+                  "(c) 一个词的交叉注意力落在它所说物体上的比例，与均匀的注意力对比。")
