@@ -263,10 +263,17 @@ def report(a: Arm | None, b: Arm | None, budget: float, hf: dict | None, long: b
 
 def report_long(a: Arm | None, b: Arm, budget: float) -> dict:
     """The 15-minute run: (b)'s figure against 1.47, the gap to (a) where it ran, and the compute behind each figure."""
-    met = {f"NLL at {budget:.0f} s": b.at_budget() <= TARGET_LONG}
-    print(f"\n(b) at {budget:.0f} s: {b.at_budget():.4f} nats/char (target <= {TARGET_LONG}, nanoGPT's GPU figure 1.4697): "
-          f"{'met' if met[f'NLL at {budget:.0f} s'] else 'NOT met'}" + ("" if a is None else
-          f"; (a) at {budget:.0f} s: {a.at_budget():.4f}, (a) - (b) = {a.at_budget() - b.at_budget():.4f}"))
+    below = b.at_budget() <= TARGET_LONG
+    gap = "" if a is None else f"; (a) at {budget:.0f} s: {a.at_budget():.4f}, (a) - (b) = {a.at_budget() - b.at_budget():.4f}"
+    if budget <= LONG_BUDGET:
+        met = {f"NLL at {budget:.0f} s": below}
+        print(f"\n(b) at {budget:.0f} s: {b.at_budget():.4f} nats/char (target <= {TARGET_LONG}, nanoGPT's GPU figure 1.4697): "
+              f"{'met' if below else 'NOT met'}{gap}")
+    else:  # how long the recipe needs: past 15 minutes the target (within 900 s) is not decided
+        met = {}
+        print(f"\n(b) at {budget:.0f} s: {b.at_budget():.4f} nats/char, {'at or below' if below else 'above'} {TARGET_LONG}"
+              f"{gap}\n(the target, <= {TARGET_LONG} within {LONG_BUDGET:.0f} s, is decided by a run of --budget "
+              f"{LONG_BUDGET:.0f} or less)")
     nanogpt = nanogpt_char_flops()
     for arm in (x for x in (a, b) if x is not None):
         print(f"{arm.name}: {arm.train_flops / 1e12:,.1f} TFLOP of training in {budget:.0f} s "

@@ -116,6 +116,24 @@ def test_speedrun_long_runs_nanogpt_char_recipe_and_prints_the_compute(tmp_path)
     assert "(target <= 1.47, nanoGPT's GPU figure 1.4697)" in out and "(a) at" not in out and "one arm only" not in out
 
 
+def test_past_15_minutes_the_long_run_says_where_it_ended_but_decides_no_target(capsys, monkeypatch):
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("speedrun_under_test", ROOT / "benchmarks" / "speedrun.py")
+    speedrun = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, speedrun)  # its dataclasses look their module up
+    spec.loader.exec_module(speedrun)
+    b = speedrun.Arm("(b) redthread", {}, {}, checks=[{"seconds": 1200.0, "step": 4258, "nll": 1.4677}],
+                     steps=4258, train_flops=73.2e12)
+    assert speedrun.report_long(None, b, 1200.0) == {}
+    out = capsys.readouterr().out
+    assert "(b) at 1200 s: 1.4677 nats/char, at or below 1.47" in out and "decided by a run of --budget 900" in out
+    b.checks[-1]["nll"] = 1.4726
+    assert speedrun.report_long(None, b, 900.0) == {"NLL at 900 s": False}
+    assert "(target <= 1.47, nanoGPT's GPU figure 1.4697): NOT met" in capsys.readouterr().out
+
+
 def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
