@@ -32,6 +32,7 @@ QUOTED = {
     # C13: the essay's own English example sentence, quoted in it (“The animal didn't cross the street because it
     # was too tired”), and the words of that sentence it then names
     "The", "animal", "didn", "cross", "the", "street", "because", "it", "was", "too", "tired",
+    "wide",  # and the other sentence of its Winograd pair (“…because it was too wide”), named by coreference's figure caption
     "heads", "ensemble", "poetry",  # C9: the names of the experiments that test it (heads, ensemble, poetry-heads)
     "KV",  # C12: the glossary's KV 缓存 (KV cache), a name left untranslated
     "True",  # C6: the Python literal of the mask convention (True = may attend)
