@@ -111,8 +111,10 @@ def quick_report(tmp_path):
         assert md.startswith(SMOKE_LINE)
         assert_smoke(data)
         flat_checks(data)
-        for fig in re.findall(r"\]\(([^)]+\.png)\)", md):
+        zh = (tmp_path / name / "report.zh.md").read_text(encoding="utf-8")
+        for fig in re.findall(r"\]\(([^)]+\.png)\)", md + zh):  # report.zh.md shows the Chinese drawings
             assert (tmp_path / name / fig).read_bytes().startswith(b"\x89PNG")
+        assert data.get("skipped") or ("## 图" in zh and ".zh.png)" in zh)
         known = flat_numbers(data["numbers"])
         for x in table_numbers(md.split("## Checks", 1)[-1].split("## Results", 1)[-1]):
             assert any(math.isclose(x, k, rel_tol=2e-3, abs_tol=1e-4) for k in known), f"{x} in report.md is not in report.json"
