@@ -18,6 +18,7 @@ import matplotlib.text
 import pytest
 import torch
 
+from redthread.experiments import EXPERIMENTS
 from redthread.fonts import cjk_font
 from redthread.lang import set_language
 from tests.chinese_text import prose
@@ -140,14 +141,8 @@ def test_the_ladder_and_regression_figures(tmp_path, saved):
     assert "越低越好" in saved[0].axes[0].get_title()
 
 
-def _experiments():
-    from redthread.experiments import EXPERIMENTS
-
-    return list(EXPERIMENTS)
-
-
 @pytest.mark.slow  # each experiment's --quick run (about 1.5 minutes on one core for all of them)
-@pytest.mark.parametrize("name", _experiments())
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_every_experiment_draws_its_figures_in_both_languages(name):
     """Each figure is drawn with both languages on (Report.figure calls its drawing function so), and so can be
     saved in each: in Chinese no English prose and no missing glyph; in English no Chinese character."""

@@ -24,8 +24,10 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from redthread.errors import InvalidValue
 from redthread.fonts import cjk_fallback
@@ -332,9 +334,6 @@ def figure_in(fig, lang: str) -> Iterator[None]:
     and tick label that holds a pair is resolved (and, in Chinese, takes a CJK font). Draw or save it inside;
     afterwards its texts are as they were, so it can be drawn again in the other language. A text that still
     holds a pair once drawn (one made by hand from a pair's string, say) is an error that names it."""
-    import warnings
-    from functools import partial
-
     from matplotlib.text import Text
 
     lang = _normal(lang, "language")
