@@ -181,13 +181,23 @@ class KneserNeyLM(LanguageModel):
             0, torch.repeat_interleave(torch.arange(contexts.numel()), types), a)
         return Level(*(t.to(device) for t in (grams, a, contexts, start, types, total)), discount=discount)
 
+    def unigram(self) -> Tensor:
+        """P_1 (V,): the order-1 level (one context, the empty one) interpolated with the uniform P_0."""
+        level, V = self.levels()[0], self.cfg.vocab_size
+        p = torch.full((V,), 1.0 / V, dtype=torch.float64, device=level.a.device)
+        if level.contexts.numel() == 0:  # nothing counted yet
+            return p
+        total = level.total[0]
+        p *= level.discount * level.types[0] / total
+        return p.index_add_(0, level.grams & ((1 << self.bits) - 1), (level.a - level.discount).clamp(min=0) / total)
+
     def forward(self, idx: Tensor, cache=None) -> Tensor:
         """idx (B, T) -> logits (B, T, V): the log of the interpolated P(next token | the last n - 1 tokens)."""
         B, T = idx.shape
         V, low = self.cfg.vocab_size, (1 << self.bits) - 1
         idx = idx.long()
-        p = torch.full((B * T, V), 1.0 / V, dtype=torch.float64, device=idx.device)  # P_0: uniform
-        for j, level in enumerate(self.levels(), start=1):
+        p = self.unigram()[None, :].repeat(B * T, 1)  # P_1 at every position, then each longer context in turn
+        for j, level in enumerate(self.levels()[1:], start=2):
             first = max(0, j - 2)  # positions with j - 1 tokens of context
             if first >= T:
                 break
