@@ -121,6 +121,7 @@ def essay_example(model: torch.nn.Module, tokenizer) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokenizer", choices=("char", "bpe"), default="char")
+    ap.add_argument("--data", default="tang", help="the corpus (default tang, the Complete Tang Poems; tang300 for a test)")
     ap.add_argument("--minutes", type=float, default=8.0, help="training minutes per gradient rung (default 8)")
     ap.add_argument("--rungs", default=",".join(NEURAL), help=f"gradient rungs (default {','.join(NEURAL)}; '' for none)")
     ap.add_argument("--seed", type=int, default=1337)
@@ -132,13 +133,14 @@ def main() -> None:
         if r not in NEURAL:
             raise SystemExit(f"error: unknown rung {r!r}; choose from {', '.join(NEURAL)}")
     t0 = time.perf_counter()
-    train_split, val_split, tokenizer = load_splits("tang", args.tokenizer, BPE_VOCAB if args.tokenizer == "bpe" else None)
+    train_split, val_split, tokenizer = load_splits(args.data, args.tokenizer, BPE_VOCAB if args.tokenizer == "bpe" else None)
     if args.quick:
-        train_split, val_split = cut(train_split, 0, 60_000, "train"), cut(val_split, 0, 8_000, "validation")
+        train_split = cut(train_split, 0, min(60_000, len(train_split.tokens)), "train")
+        val_split = cut(val_split, 0, min(8_000, len(val_split.tokens)), "validation")
     source = LMData(train_split, val_split, BLOCK)
-    data = LadderData(f"tang ({args.tokenizer})", source, tokenizer.vocab_size, BLOCK, tokenizer)
+    data = LadderData(f"{args.data} ({args.tokenizer})", source, tokenizer.vocab_size, BLOCK, tokenizer)
     ratio = len(val_split.tokens) / val_split.n_chars
-    print(f"the Complete Tang Poems, {args.tokenizer}: vocabulary {tokenizer.vocab_size:,}; train {len(train_split.tokens):,} "
+    print(f"{args.data}, {args.tokenizer}: vocabulary {tokenizer.vocab_size:,}; train {len(train_split.tokens):,} "
           f"tokens, validation {len(val_split.tokens):,} tokens for {val_split.n_chars:,} characters ({ratio:.4f} tokens/字)")
     print("counts (Kneser–Ney, interpolated):")
     rows, chosen, models = counts_rows(source, tokenizer.vocab_size, ORDERS, print)

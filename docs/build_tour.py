@@ -134,10 +134,13 @@ def language_version(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookN
 
 # A code comment in both languages: "# the slope ‖ 斜率" is "# the slope" on the English page, "# 斜率" on the Chinese
 BILINGUAL_COMMENT = re.compile(r"#(?P<space>[ \t]*)(?P<en>[^\n‖]*?)[ \t]*‖[ \t]*(?P<zh>[^\n]*)")
+# and a one-line docstring: """Fit the line. ‖ 拟合直线。"""
+BILINGUAL_DOCSTRING = re.compile(r'"""(?P<en>[^\n‖]*?)[ \t]*‖[ \t]*(?P<zh>[^\n]*?)"""')
 
 
 def comments_in(source: str, lang: str) -> str:
-    """A code cell's source with each bilingual comment in `lang`."""
+    """A code cell's source with each bilingual docstring and comment in `lang`."""
+    source = BILINGUAL_DOCSTRING.sub(lambda m: f'"""{m[lang]}"""', source)
     return BILINGUAL_COMMENT.sub(lambda m: f"#{m['space']}{m[lang]}", source)
 
 

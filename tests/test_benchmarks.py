@@ -167,6 +167,17 @@ def test_ladder_benchmark_runs_on_any_line_file(tmp_path):
     assert (tmp_path / "f.json").is_file()
 
 
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_the_tang_ladder_scores_counts_and_a_learned_rung_in_bits_per_character(tokenizer, tmp_path):
+    out = run_script("tang_ladder.py", "--quick", "--data", "tang300", "--tokenizer", tokenizer, "--rungs", "transformer",
+                     "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    figures = json.loads((tmp_path / "f.json").read_text())
+    assert [r["rung"] for r in figures["rows"]] == ["kn1", "kn2", "kn3", "kn4", "transformer"]
+    assert figures["chosen_order"] in (1, 2, 3, 4) and "(n-gram baseline)" in out
+    assert all(0 < r["bits_per_char"] < 20 for r in figures["rows"])
+    assert ("P(爱|我)" in out) == (tokenizer == "char")
+
+
 def test_ddp_scaling_benchmark_prints_the_efficiency(tmp_path):
     out = run_script("ddp_scaling.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "efficiency" in out and (tmp_path / "f.json").is_file()

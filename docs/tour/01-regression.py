@@ -111,7 +111,7 @@ gen = torch.Generator().manual_seed(0)
 
 
 def draw_line(n):
-    """n samples of y = 1.5 x + 0.5 + N(0, 0.5^2), x ~ U(-2, 2)."""
+    """n samples of y = 1.5 x + 0.5 + N(0, 0.5^2), x ~ U(-2, 2). ‖ 从 y = 1.5 x + 0.5 + N(0, 0.5^2)、x ~ U(-2, 2) 中抽 n 个样本。"""
     x = torch.empty(n).uniform_(-2, 2, generator=gen)
     y = 1.5 * x + 0.5 + 0.5 * torch.randn(n, generator=gen)
     return x[:, None], y  # X (n, 1), y (n,)

@@ -262,7 +262,7 @@ for i in least_sure.tolist():
 
 # %%
 def ece_of(probs, labels, n_bins=10):
-    """ECE of top-1 confidence in equal-width bins, for labels (N,)."""
+    """ECE of top-1 confidence in equal-width bins, for labels (N,). ‖ 等宽分箱下最大概率置信度的期望校准误差（ECE），标签形状 (N,)。"""
     conf, top = probs.max(-1)
     bins = (conf * n_bins).long().clamp(max=n_bins - 1)
     gap = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, bins, (labels == top).double() - conf.double())

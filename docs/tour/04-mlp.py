@@ -162,7 +162,7 @@ print(say("train NLL: ", "训练 NLL：") + str(round(rt.evaluate(mlp, data, "tr
 
 # %%
 def ngrams(words, n=4):
-    """The n-gram ending at every scored character (context cut to n - 1, shorter at the start), in target order."""
+    """The n-gram ending at every scored character (context cut to n - 1, shorter at the start), in target order. ‖ 以每个被打分的字符结尾的 n 元组（上下文截到 n - 1 个字符，开头处更短），按目标的顺序。"""
     out = []
     for w in words:
         s = "." + w + "."

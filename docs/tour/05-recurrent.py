@@ -309,7 +309,7 @@ def val_nll(model):
 
 
 def fit(model, steps=300, lr=1e-2, batch_size=32, block_size=64):
-    """Maximum likelihood by AdamW on random windows; returns the training loss at every step."""
+    """Maximum likelihood by AdamW on random windows; returns the training loss at every step. ‖ 在随机窗口上用 AdamW 做最大似然；返回每一步的训练损失。"""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     batches = torch.Generator().manual_seed(0)
     losses = []

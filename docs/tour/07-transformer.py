@@ -241,7 +241,7 @@ idx = torch.randint(V, (8, 32))  # (B, T) random characters ‖ (B, T) 随机字
 
 
 def stack_output(model, residual):
-    """Run the model's blocks; without `residual`, the same sublayers with the skip connections removed."""
+    """Run the model's blocks; without `residual`, the same sublayers with the skip connections removed. ‖ 依次运行模型的各个块；`residual` 为假时，用同样的子层，但去掉残差连接。"""
     h = model.embed(idx)  # (B, T, C)
     for b in model.blocks:
         if residual:
@@ -253,7 +253,7 @@ def stack_output(model, residual):
 
 
 def mean_cosine(h):
-    """Mean cosine similarity between different positions of each sequence: 1 = every position alike."""
+    """Mean cosine similarity between different positions of each sequence: 1 = every position alike. ‖ 每个序列里不同位置之间的平均余弦相似度：1 表示所有位置都一样。"""
     hn = F.normalize(h, dim=-1)
     c = hn @ hn.transpose(1, 2)  # (B, T, T)
     return c[:, ~torch.eye(c.size(-1), dtype=torch.bool)].mean().item()
@@ -343,7 +343,7 @@ def val_nll(model):
 
 
 def fit(model, steps=400, lr=1e-2, warmup=50, batch_size=32, block_size=64):
-    """Maximum likelihood by AdamW, linear warm-up then cosine decay; returns the training loss at every step."""
+    """Maximum likelihood by AdamW, linear warm-up then cosine decay; returns the training loss at every step. ‖ 用 AdamW 做最大似然，先线性预热，再余弦衰减；返回每一步的训练损失。"""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * s / steps)))

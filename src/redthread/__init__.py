@@ -14,6 +14,7 @@ from redthread.data.shipped_models import shipped_models
 from redthread.errors import InvalidType, InvalidValue, MissingFile, RedthreadError
 from redthread.generate.config import SampleConfig
 from redthread.generate.processors import MinP, RepetitionPenalty, Temperature, TopK, TopP, build_processors
+from redthread.generate.quantize import quantize_int8
 from redthread.generate.sampler import generate, generate_stream
 from redthread.generate.speculative import speculative_generate, speculative_rounds
 from redthread.interop.huggingface import export_gpt2, from_pretrained
@@ -27,6 +28,7 @@ from redthread.layers.positional import LearnedPositionalEmbedding, SinusoidalPo
 from redthread.models.base import Classifier, Estimator, GaussianRegressor, LanguageModel
 from redthread.models.bigram import BigramConfig, BigramLM
 from redthread.models.captioner import Captioner, CaptionerConfig
+from redthread.models.kneser_ney import KneserNeyConfig, KneserNeyLM
 from redthread.models.likelihoods import gaussian_nll, normal_nll, token_nll
 from redthread.models.mlp import MLPLM, MLPConfig
 from redthread.models.ngram import NGramConfig, NGramLM
@@ -47,12 +49,12 @@ __version__ = "0.1.0"
 __all__ = [
     "RedthreadError", "InvalidValue", "InvalidType", "MissingFile", "Estimator", "LanguageModel", "Classifier",
     "GaussianRegressor", "build_model", "LinearRegression", "fit_gd", "MLPRegressor", "SoftmaxRegression", "MLPClassifier", "NadarayaWatson",
-    "NGramConfig", "NGramLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
+    "NGramConfig", "NGramLM", "KneserNeyConfig", "KneserNeyLM", "BigramConfig", "BigramLM", "MLPConfig", "MLPLM", "RecurrentConfig", "RecurrentLM",
     "TransformerConfig", "TransformerLM", "Encoder", "Decoder", "EncoderDecoder", "ViTConfig", "ViT",
     "CaptionerConfig", "Captioner",
     "scaled_dot_product_attention", "MultiHeadAttention", "KVCache", "FeedForward", "BlockConfig", "EncoderBlock",
     "DecoderBlock", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding",
-    "generate", "generate_stream", "speculative_generate", "speculative_rounds", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
+    "generate", "generate_stream", "quantize_int8", "speculative_generate", "speculative_rounds", "SampleConfig", "build_processors", "Temperature", "TopK", "TopP", "MinP", "RepetitionPenalty",
     "TrainConfig", "evaluate", "calibration", "token_nll", "gaussian_nll", "normal_nll",
     "save_checkpoint", "load_checkpoint", "read_checkpoint", "pretrained", "shipped_models",
     "from_pretrained", "export_gpt2", "export_onnx",

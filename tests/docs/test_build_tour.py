@@ -34,9 +34,11 @@ def test_each_language_keeps_its_own_markdown_and_every_code_cell(tmp_path):
         nbformat.v4.new_markdown_cell("# 1 · A", metadata={"lang": "en"}),
         nbformat.v4.new_markdown_cell("# 第 1 章 · 甲", metadata={"lang": "zh"}),
         nbformat.v4.new_code_cell("print(1)  # one ‖ 一\n# plain"),
+        nbformat.v4.new_code_cell('def f():\n    """Fit the line. ‖ 拟合直线。"""\n    """Only English."""'),
     ])
-    assert [c.source for c in build_tour.language_version(nb, "en").cells] == ["# 1 · A", "print(1)  # one\n# plain"]
-    assert [c.source for c in build_tour.language_version(nb, "zh").cells] == ["# 第 1 章 · 甲", "print(1)  # 一\n# plain"]
+    en, zh = ([c.source for c in build_tour.language_version(nb, lang).cells] for lang in ("en", "zh"))
+    assert en == ["# 1 · A", "print(1)  # one\n# plain", 'def f():\n    """Fit the line."""\n    """Only English."""']
+    assert zh == ["# 第 1 章 · 甲", "print(1)  # 一\n# plain", 'def f():\n    """拟合直线。"""\n    """Only English."""']
     paths = build_tour.write(nb, tmp_path / "01-a.py", tmp_path / "out")
     assert {lang: p.name for lang, p in paths.items()} == {"en": "01-a.ipynb", "zh": "01-a.zh.ipynb"}
 

@@ -126,12 +126,13 @@ def test_chapter_executes_once_into_both_languages(chapter, executed_tour):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name)
 def test_the_chinese_chapter_shows_no_english_prose(chapter, executed_tour):
-    """The Chinese notebook: its code comments, printed lines, pages and every figure's texts (as drawn, from the
+    """The Chinese notebook: its code comments and docstrings, printed lines, pages and every figure's texts (as drawn, from the
     kernel's Chinese drawing) hold no English prose (tests/chinese_text.py, prose_runs: names, notation and quoted data aside)."""
     zh = nbformat.read(executed_tour.notebooks(chapter)["zh"], as_version=4)
     found = {}
     for i, cell in enumerate(c for c in zh.cells if c.cell_type == "code"):
         comments = [line.split("#", 1)[1] for line in cell.source.splitlines() if "#" in line and not line.lstrip().startswith("%")]
+        comments += re.findall(r'"""(.*?)"""', cell.source, re.S)  # docstrings
         figures = [t for o in cell.outputs if "image/png" in o.get("data", {}) for t in o.metadata["redthread"]["figure_texts"]]
         for text in [*comments, shown_text(cell), *figures]:
             if hits := prose_runs(text):
@@ -143,7 +144,8 @@ NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e-?\d+)?")
 
 
 def strip_comments(source: str) -> str:
-    return re.sub(r"[ \t]*#[^\n]*", "", source)
+    """The code without its comments and one-line docstrings: what both languages must share."""
+    return re.sub(r"[ \t]*#[^\n]*", "", re.sub(r'"""[^\n]*?"""', '""""""', source))
 
 
 def shown_text(cell) -> str:

@@ -141,8 +141,8 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
     report.figure("fit", lambda: _plot_fit(first), "The same points, two estimates of E[y|x]: linear regression's line "
                   f"and attention with Silverman's width and with the learned width h = {first['h_learned']:.3f} "
                   f"(seed {seeds[0]}).",
-                  f"同一组点，E[y|x] 的两种估计：线性回归的直线，以及用 Silverman 宽度和学到的宽度 "
-                  f"h = {first['h_learned']:.3f} 的注意力（种子 {seeds[0]}）。")
+                  f"同一组点上 E[y|x] 的两种估计：线性回归的直线，以及注意力的估计，宽度分别取 Silverman 宽度和学到的宽度 "
+                  f"h = {first['h_learned']:.3f}（种子 {seeds[0]}）。")
     report.figure("weights", lambda: _plot_weights(first), "Weights over the training points (sorted by x) for every "
                   "query: attention's rows are distributions around the query; linear regression's equivalent kernel "
                   "spreads over the whole domain with negative weights.",

@@ -349,14 +349,14 @@ def describe(report: Report, points: list[list[dict]], seeds: list[int], steps: 
                   "Left: each seed's ECE gap against its excess NLL along the path (grey lines; means in colour, one "
                   "per budget), with gap_small's bar (one point of probability). Right: the temperature fitted on "
                   "validation at each point, with the band |log T| < 0.05.",
-                  "左：沿着训练路径，每个种子的 ECE 差距对它超出的 NLL（灰线；彩色的是平均，每个训练预算一个），"
-                  "并画出判据 gap_small 的界（概率的一个百分点）。右：每一点上在验证集上拟合的温度，"
-                  "以及 |log T| < 0.05 的带。")
+                  "左：沿着训练路径，每个种子的 ECE 差距随它超出贝叶斯极限的 NLL 的变化（灰线；彩色标记是平均，"
+                  "每个训练预算一个），并标出判据 gap_small 的界（概率的一个百分点）。右：每一点上在验证集上拟合出的"
+                  "温度，并标出 |log T| < 0.05 的范围。")
     report.figure("reliability", lambda: plot_reliability(points[0], steps),
                   f"Reliability diagrams on seed {seeds[0]}'s test positions at the least- and the most-trained point "
                   "(rows), before and after temperature scaling (columns); bars: accuracy per confidence bin, grey: "
                   "share of positions.",
-                  f"种子 {seeds[0]} 的测试位置上的可靠性图：两行是训练最少和最多的点，两列是温度缩放之前和之后；"
+                  f"种子 {seeds[0]} 在测试位置上的可靠性图：两行分别是训练最少和最多的点，两列分别是温度缩放之前和之后；"
                   "柱：每个置信度区间里的准确率，灰色：位置所占的比例。")
 
 
@@ -403,7 +403,7 @@ def plot_reliability(seed_points: list[dict], steps: tuple[int, ...]) -> plt.Fig
             gap = p["gap"] if col == 0 else p["gap_scaled"]
             ax.set_title(say(f"{steps[j]} steps, {when}: ECE {c['ece']:.4f}, gap {gap:.4f}",
                              f"{steps[j]} 步，{when}：ECE {c['ece']:.4f}，差距 {gap:.4f}"), fontsize=9)
-            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大的概率）"),
+            ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大概率）"),
                    ylabel=say("accuracy", "准确率"))
 
             ax.legend(fontsize=8, loc="upper left")

@@ -437,7 +437,7 @@ def write_gaussian_results(report: Report, sizes, seeds, kl, lrs, slopes, n_para
 
     report.figure("kl_vs_n", draw, "The learned posterior approaches the true P(class | x): each seed faint, the mean "
                   "bold, the asymptotic theory for a well-specified maximum-likelihood fit dashed.",
-                  "学到的后验逼近真实的 P(类别 | x)：每个种子的曲线画得淡，平均画得粗，虚线是设定正确的最大似然拟合"
+                  "学到的后验逼近真实的 P(类别 | x)：淡线是各个种子，粗线是平均，虚线是模型设定正确时最大似然拟合"
                   "的渐近理论。")
 
 

@@ -214,9 +214,9 @@ def describe(report: Report, mean: torch.Tensor, held: torch.Tensor, chosen: lis
                   "head (middle): a reading that follows the referent lies in the upper right quadrant, one blind to "
                   "the switching word near the falling diagonal. Right: the mean margin of every head on each half, "
                   "which chooses the head for the other half (circled).",
-                  "每个句对在文本 1 里的差值对文本 2 里的差值，左边是各头的平均，中间是留出的头：跟随指代对象的读法"
-                  "落在右上象限，对换掉指代对象的那个词视而不见的读法落在下降的对角线附近。右边：每个头在每一半句对上"
-                  "的平均差值，据此为另一半句对选出的头画了圈。")
+                  "每个句对在文本 1 里的差值（横轴）和在文本 2 里的差值（纵轴），左边是各头的平均，中间是留出的头：跟随"
+                  "指代对象的读法落在右上象限，对切换指代对象的那个词视而不见的读法落在下降的对角线附近。右边：每个头"
+                  "在每一半句对上的平均差值，据此为另一半句对选出的头画了圈。")
 
 
 def illustrate(report: Report, rankings: list[dict]) -> None:
@@ -241,7 +241,7 @@ def illustrate(report: Report, rankings: list[dict]) -> None:
     )
     report.figure("heads", lambda: plot_heads(tired, wide), f"Weight from '{SOURCE}' to '{RIGHT}' and to '{WRONG}' "
                   "in every head, in the 'tired' and the 'wide' sentence (one colour scale).",
-                  f"每个头上从“{SOURCE}”到“{RIGHT}”和到“{WRONG}”的权重，分别在“tired”句和“wide”句里"
+                  f"在“tired”句和“wide”句里，每个头上从“{SOURCE}”到“{RIGHT}”和到“{WRONG}”的权重"
                   "（共用一个色标）。")
 
 
@@ -285,7 +285,7 @@ def plot_heads(tired: dict, wide: dict) -> plt.Figure:
     for ax, ((name, word), m) in zip(axes.flat, maps.items()):
         image = ax.imshow(m, vmin=0, vmax=top, cmap="viridis", aspect="auto")
         ax.set_title(say(f"'{SOURCE}' -> '{word}', ...too {name} (mean {float(m.mean()):.3f})",
-                         f"'{SOURCE}' -> '{word}'，'...too {name}'（平均 {float(m.mean()):.3f}）"))
+                         f"“{SOURCE}”→“{word}”，“...too {name}”（平均 {float(m.mean()):.3f}）"))
         ax.set_xlabel(say("head", "头"))
         ax.set_ylabel(say("layer", "层"))
         ax.set_xticks(range(m.size(1)))

@@ -382,9 +382,9 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                   "geometric mean over the seeds, floored at 1e-30), at initialisation and at "
                   f"{', '.join(f'{f:.0%}' for f in FLOW_FRACTIONS)} of the {res.steps} training steps, each variant at its "
                   "own learning rate. A flat line: the gradient reaches the first block at the scale it left the last.",
-                  f"每一层参数上的梯度范数，深度 {res.depth}，每个变体一幅图（对数坐标，各种子的几何平均，下限 1e-30），"
-                  f"画的是初始化时以及 {res.steps} 个训练步进行到 {'、'.join(f'{f:.0%}' for f in FLOW_FRACTIONS)} "
-                  "时的值，每个变体用各自的学习率。线是平的，就是说梯度到达最靠近嵌入的那一层时，尺度和它离开最后一层"
+                  f"每一层参数的梯度范数，深度 {res.depth}，每个变体一幅图（对数坐标，对各种子取几何平均，下限 1e-30），"
+                  f"画的是初始化时以及训练（共 {res.steps} 步）进行到 {'、'.join(f'{f:.0%}' for f in FLOW_FRACTIONS)} "
+                  "时的值，每个变体用各自的学习率。线是平的，说明梯度到达最靠近嵌入的那一层时，尺度和它离开最后一层"
                   "时一样。")
     return report
 
@@ -626,7 +626,7 @@ def _plot(identity, chance, grads_init, stress_runs, stress_lr, depths, res: Reg
     for arm in (REFERENCE, NO_LN):
         axes[2].semilogy(range(stress.depth + 1), stress_runs[arm, first]["input_std"], styles[arm],
                          label=say(f"{arm} (lr {stress_lr[arm]:g})", f"{_shown(arm)}（学习率 {stress_lr[arm]:g}）"))
-    axes[2].set(xlabel=say("block (last point: input to the head)", "层（最后一点：输出层的输入）"),
+    axes[2].set(xlabel=say("block (last point: input to the head)", "层（从 0 计数；最后一点：输出层的输入）"),
                 ylabel=say("std of the stream", "残差流的标准差"),
                 title=say(f"Stress regime after training, depth {stress.depth}", f"训练之后的压力设置，深度 {stress.depth}"))
     for ax in axes:

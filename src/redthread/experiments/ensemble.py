@@ -240,7 +240,7 @@ def _figure(within, across, untrained, costs):
             vals = [c[idx] for c in cs]
             b.scatter(np.full(len(vals), k + (j - 0.5) * 0.2), vals, color=f"C{j}", label=name if k == KS[0] else None)
     b.set_xticks(list(costs), [str(k) for k in costs])
-    b.set(xlabel=say("heads removed (k)", "去掉的头数（k）"), ylabel=say("val NLL lost (nats)", "验证集 NLL 的损失（奈特）"),
+    b.set(xlabel=say("heads removed (k)", "去掉的头数（k）"), ylabel=say("val NLL lost (nats)", "验证集上损失的 NLL（奈特）"),
           title=say("Removing heads or random dimensions", "去掉头，或去掉随机的维度"))
 
     b.axhline(0, color="black", lw=0.8)

@@ -347,7 +347,7 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
 
     report.figure("probes", draw_probes, "Accuracy of linear probes for the two context tokens and the rule's output, "
                   "after the embedding and after each sublayer (thick: mean over seeds; thin: each seed).",
-                  "线性探针对两个上下文词元和规则的输出的准确率，在嵌入之后和每个子层之后（粗线：各种子的平均；"
+                  "嵌入之后和每个子层之后，线性探针对两个上下文词元和规则输出的准确率（粗线：各种子的平均；"
                   "细线：每个种子）。")
 
     def draw_ablation() -> plt.Figure:
@@ -360,7 +360,7 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
         ax.axvline(0.89, color="k", ls=":", lw=1, label=say("threshold 0.89 nats", "阈值 0.89 奈特"))
         ax.set_yticks(range(len(labels)), [_shown(k) for k in labels])
         ax.invert_yaxis()
-        ax.set(xlabel=say("NLL lost at the rule's positions (nats)", "规则所在位置上 NLL 的损失（奈特）"),
+        ax.set(xlabel=say("NLL lost at the rule's positions (nats)", "规则所在位置上损失的 NLL（奈特）"),
                title=say("Mean-ablating attention (blue) and FFN (orange)", "均值消融注意力（蓝色）和前馈网络（橙色）"))
         ax.legend(fontsize=8)
         return fig

@@ -364,7 +364,7 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
         for key, lag in ((near_key, NEAR), (far_key, FAR)):
             ax.axvline(key, color="grey", ls=":", lw=1)
             ax.text(key, 1.02, say(f"lag {lag}", f"间隔 {lag}"), ha="center", fontsize=8)
-        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（键在查询之前的位置数）"),
                ylabel=say("mean attention weight", "平均注意力权重"), ylim=(0, 1.08),
                title=say(f"Where each head attends (seed {seed})", f"每个头关注哪里（种子 {seed}）"))
         ax.legend(fontsize=8)
@@ -379,7 +379,7 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                                    f"间隔 {NEAR} 的头：\n间隔 {NEAR} 的位置上的代价减去间隔 {FAR} 的"),
                                say(f"lag-{FAR} head:\ncost on lag-{FAR} minus lag-{NEAR} positions",
                                    f"间隔 {FAR} 的头：\n间隔 {FAR} 的位置上的代价减去间隔 {NEAR} 的")], fontsize=8)
-        ax.set(ylabel=say("NLL lost, difference (nats)", "NLL 的损失之差（奈特）"),
+        ax.set(ylabel=say("NLL lost, difference (nats)", "损失的 NLL 之差（奈特）"),
                title=say("Mean-ablating each lag's head, per seed", "均值消融每个间隔的头，逐个种子"))
         ax.axhline(0, color="black", lw=0.8)
         return fig

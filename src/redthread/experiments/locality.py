@@ -228,8 +228,8 @@ def _figure(mean_prof: dict, block: int):
             offsets = np.arange(len(profile))
             ax.plot(offsets, profile, "-o", color="black" if pos == "none" else f"C{i}", ms=3,
                     label=say(pos, POSITIONS_ZH.get(pos, pos)))
-        ax.plot(offsets, np.full(len(offsets), np.mean(1 / (q + 1))), color="grey", lw=1, label=say("uniform", "均匀分布"))
-        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+        ax.plot(offsets, np.full(len(offsets), np.mean(1 / (q + 1))), color="grey", lw=1, label=say("uniform", "均匀注意力"))
+        ax.set(xlabel=say("key offset (places before the query)", "键的偏移（键在查询之前的位置数）"),
                ylabel=say("mean attention weight", "平均注意力权重"), yscale="log",
                title=say(CORPUS_NAMES[corpus], CORPUS_NAMES_ZH[corpus]))
 

@@ -575,8 +575,9 @@ def describe(report: Report, runs: list[dict], seeds: list[int], poems: list[Poe
                   "Each head's mass on the 对仗 key (middle couplets of the 律诗) and on the rhyme key, evaluation poems, "
                   "mean over seeds, at both readings: the real model, the shuffled control, the model with no positions; "
                   "dashed: the uniform level, dotted: twice it.",
-                  "每个头落在对仗的键（律诗的中间两联）上和押韵的键上的平均注意力权重，在评估用的诗上、对种子取平均，"
-                  "两种读法各一行：真实的诗上训练的模型、打乱的对照、无位置编码的模型；虚线是均匀分布的水平，点线是它的两倍。")
+                  "每个头落在对仗的键（律诗的中间两联）和押韵的键上的平均注意力权重，取自评估用的诗，对种子取平均，"
+                  "两种读法各一行，比较在真实的诗上训练的模型、打乱的对照和无位置编码的模型；虚线是均匀分布的水平，"
+                  "点线是它的两倍。")
     ex = runs[0]["example"]
     report.figure("maps", lambda: plot_example(ex, runs[0]["real"]["roles"]),
                   f"Seed {seeds[0]}: the chosen 对仗 and rhyme heads' attention over one evaluation poem ({ex['form']}), "

@@ -739,27 +739,27 @@ def describe(report: Report, results: list[dict], seeds: list[int], minilm: dict
                   "seeds and layers, rotary positions against none; tier (c), the larger model: mean over layers, "
                   "scoring windows), uniform causal attention in grey. Right: MiniLM (mean over texts, layers and "
                   "heads; offset > 0: a key before the query), the uniform level in grey.",
-                  "平均注意力权重随键的偏移的变化。左：莎士比亚模型（(a)：对种子和层取平均，旋转位置编码对比无位置编码；"
-                  "(c) 更大的模型：对层取平均，在打分窗口上），灰色是均匀的因果注意力。右：MiniLM（对句子、层和头取平均；"
-                  "偏移 > 0：键在查询之前），灰色是均匀水平。")
+                  "平均注意力权重随键的偏移的变化。左：莎士比亚模型（(a)：对种子和层取平均，比较旋转位置编码和无位置编码；"
+                  "(c) 即更大的模型：在打分窗口上对层取平均），灰线是均匀的因果注意力。右：MiniLM（对句子、层和头取平均；"
+                  "偏移 > 0 表示键在查询之前），灰线是均匀注意力的水平。")
     report.figure("head_roles", lambda: plot_roles(results[0], large, minilm),
                   f"Role scores of every head. Top: the speedrun-recipe model of seed {seeds[0]}; middle: the larger "
                   "model; both on the scoring windows, the head chosen on the selection windows circled. Bottom: MiniLM "
                   "over every text, the heads chosen by the even (circle) and odd (square) pairs marked.",
-                  f"每个头的角色得分。上：种子 {seeds[0]} 的莎士比亚模型 (a)；中：更大的模型 (c)；两者都在打分窗口上计算，"
+                  f"每个头的角色得分。上：种子 {seeds[0]} 按速通配方训练的模型；中：更大的模型；两者都在打分窗口上计算，"
                   "在选择窗口上选出的头画了圆圈。下：MiniLM 在全部句子上的得分，标出了偶数句对（圆圈）和奇数句对（方块）"
                   "各自选出的头。")
     report.figure("token_identity", lambda: plot_identity(results, large),
                   "Share of the residual stream's variance explained by the current character, after the embedding and "
                   "each block (grey: each seed of tier (a); black: their mean; blue: the larger model; dashed: "
                   "shuffled characters; red: the check's floor).",
-                  "残差流的方差中由当前字符解释的比例，在嵌入之后和每一层之后（灰色：(a) 的每个种子；黑色：它们的平均；"
+                  "嵌入之后和每一层之后，残差流的方差中能由当前字符解释的比例（灰色：(a) 的每个种子；黑色：各种子的平均；"
                   "蓝色：更大的模型；虚线：打乱的字符；红色：这项检查的下限）。")
     report.figure("reliability", lambda: plot_reliability(c[0]),
                   f"Reliability on seed {seeds[0]}'s scoring positions, before and after temperature scaling: accuracy "
                   "per confidence bin (bars), share of positions (grey), calibrated (red).",
-                  f"种子 {seeds[0]} 的打分位置上的可靠性图，温度缩放之前和之后：每个置信度区间里的准确率（柱），"
-                  "位置所占的比例（灰色），完全校准（红色）。")
+                  f"种子 {seeds[0]} 在打分位置上的可靠性图，温度缩放之前和之后：每个置信度区间里的准确率（柱）、"
+                  "位置所占的比例（灰色）、完全校准（红色）。")
 
 def describe_large(report: Report, large: dict) -> None:
     g, c = large["groups"], large["calibration"]
@@ -852,21 +852,21 @@ def plot_profiles(results: list[dict], minilm: dict | None, large: dict, T: int)
                 label=say("(a) rotary", "(a) 旋转位置编码") if pos == "rope" else say("(a) no positions", "(a) 无位置编码"))
     profile = large["profile"].mean(0)  # (O,)
     ax.plot(np.arange(len(profile)), profile, "-o", ms=2, color="C2", label=say("(c) larger, rotary", "(c) 更大的模型，旋转位置编码"))
-    ax.axhline(np.mean(1 / (np.arange(T // 2, T) + 1)), color="grey", lw=1, label=say("uniform", "均匀分布"))
-    ax.set(xlabel=say("key offset (places before the query)", "键的偏移（在查询之前几个位置）"),
+    ax.axhline(np.mean(1 / (np.arange(T // 2, T) + 1)), color="grey", lw=1, label=say("uniform", "均匀注意力"))
+    ax.set(xlabel=say("key offset (places before the query)", "键的偏移（键在查询之前的位置数）"),
            ylabel=say("mean attention weight", "平均注意力权重"), yscale="log",
            title=say("Shakespeare models", "莎士比亚模型"))
     ax.legend(fontsize=8)
     ax = axes[1]
     if minilm is None:
         ax.axis("off")
-        ax.set_title(say("MiniLM: not installed", "MiniLM：没有安装"))
+        ax.set_title(say("MiniLM: not installed", "MiniLM：未安装"))
         return fig
     offsets = np.arange(-SHOWN_OFFSETS, SHOWN_OFFSETS + 1)
     ax.plot(offsets, minilm["profile"], "-o", ms=3, color="C1", label="MiniLM")
-    ax.axhline(minilm["uniform_key"], color="grey", lw=1, label=say("uniform (1 / n)", "均匀分布（1 / n）"))
+    ax.axhline(minilm["uniform_key"], color="grey", lw=1, label=say("uniform (1 / n)", "均匀注意力（1 / n）"))
     ax.axvspan(-RADIUS - 0.5, RADIUS + 0.5, color="C1", alpha=0.1, label=say(f"|offset| <= {RADIUS}", f"|偏移| <= {RADIUS}"))
-    ax.set(xlabel=say("key offset (places before the query; < 0: after)", "键的偏移（在查询之前几个位置；< 0：之后）"),
+    ax.set(xlabel=say("key offset (places before the query; < 0: after)", "键的偏移（键在查询之前的位置数；< 0 表示在之后）"),
            ylabel=say("mean attention weight", "平均注意力权重"),
            title=say("MiniLM, Winograd texts", "MiniLM，Winograd 句子"))
     ax.legend(fontsize=8)
@@ -912,7 +912,7 @@ def plot_identity(results: list[dict], large: dict) -> plt.Figure:
     ax.plot(x, large["identity"], "-o", color="C0", label=say("(c) larger model", "(c) 更大的模型"))
     ax.plot(x, large["identity_chance"], "--", color="C0", lw=0.8)
     ax.axhline(CRITERIA["identity_plays"].floor, color="r", ls=":", label=say("the check's floor", "这项检查的下限"))
-    names = [say("embedding", "嵌入")] + [say(f"block {i + 1}", f"层 {i} 之后") for i in range(len(x) - 1)]
+    names = [say("embedding", "嵌入")] + [say(f"after block {i}", f"层 {i} 之后") for i in range(len(x) - 1)]
     ax.set(xticks=x, xticklabels=names, ylabel=say("share of variance explained by the character", "字符能解释的方差比例"),
            ylim=(-0.02, 1.02), title=say("Token identity through the residual stream", "残差流里的词元身份"))
     ax.legend(fontsize=8)
@@ -930,7 +930,7 @@ def plot_reliability(c: dict) -> plt.Figure:
         ax.bar(centres, [n / r["n"] for n in r["counts"]], width=1 / N_BINS, color="grey", alpha=0.4,
                label=say("share of positions", "位置所占的比例"))
         ax.plot([0, 1], [0, 1], "r--", lw=1, label=say("calibrated", "完全校准"))
-        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大的概率）"),
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=say("confidence (top probability)", "置信度（最大概率）"),
                ylabel=say("accuracy", "准确率"), title=say(f"{when}: ECE {r['ece']:.4f}, gap {gap:.4f}",
                                                           f"{when}：ECE {r['ece']:.4f}，差距 {gap:.4f}"))
 

@@ -356,7 +356,7 @@ def run(quick: bool = False, seed: int = 0, progress=None) -> Report:
                   "chosen head against the mean of the other heads.",
                   "左：每个头里从代词到指代对象和到另一个候选的注意力权重"
                   f"（种子 {seeds[0]}，用于打分的那一半句子），标出了选中的头。"
-                  "右：每个种子里选中的头与其他头的平均值的对比。")
+                  "右：逐个种子，把选中的头与其他头的平均相比较。")
     return report
 
 
@@ -370,7 +370,7 @@ def _figure(runs: list[dict], seeds: list[int]):
     chosen = r["head"][0] * N_HEAD + r["head"][1]
     axes[0].annotate(say("chosen", "选中的头"), (chosen, float(max(r["ref_weight"].max(), r["other_weight"].max()))),
                      ha="center")
-    axes[0].set(xticks=x, xticklabels=names, ylabel=say("mean attention weight from 'it'", "从 'it' 出发的平均注意力权重"),
+    axes[0].set(xticks=x, xticklabels=names, ylabel=say("mean attention weight from 'it'", "从“it”出发的平均注意力权重"),
                 title=say(f"seed {seeds[0]}", f"种子 {seeds[0]}"))
     axes[0].legend(fontsize=8)
     for i, r in enumerate(runs):
@@ -386,7 +386,7 @@ def _figure(runs: list[dict], seeds: list[int]):
         axes[1].bar(i + 0.3, float(r["other_weight"][mask].mean()), 0.2, color="C1", alpha=0.4,
                     label=say("other heads: other", "其他的头：另一个候选") if i == 0 else None)
     axes[1].set(xticks=range(len(seeds)), xticklabels=[str(s) for s in seeds], xlabel=say("seed", "种子"),
-                ylabel=say("mean attention weight from 'it'", "从 'it' 出发的平均注意力权重"),
+                ylabel=say("mean attention weight from 'it'", "从“it”出发的平均注意力权重"),
                 title=say("chosen head vs the others", "选中的头与其他的头"))
 
     axes[1].legend(fontsize=8)

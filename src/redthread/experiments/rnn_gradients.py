@@ -348,5 +348,5 @@ def plot(report: Report, curves, sweep, sweep_log_retention, critical, retention
     report.figure("radius_sweep", draw_sweep, "log10 ‖J(K)‖/‖J(1)‖ against ρ"
                   + (f"; it crosses 0 near ρ ≈ {critical:.2f}, above 1 because tanh' < 1 damps every step." if critical else "."),
                   "log10 ‖J(K)‖/‖J(1)‖ 随 ρ 的变化"
-                  + (f"；它在 ρ ≈ {critical:.2f} 附近穿过 0，这个位置高于 1，因为 tanh' < 1 让每一步都有衰减。"
+                  + (f"；它在 ρ ≈ {critical:.2f} 附近穿过 0；这个位置高于 1，是因为 tanh' < 1 让每一步都有衰减。"
                      if critical else "。"))

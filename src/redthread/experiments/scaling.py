@@ -162,7 +162,7 @@ def run(quick: bool = False, seed: int = 0, progress=None, budget: float = 1.0) 
                   "grows and its Jacobian, the factor in every gradient to q and k, vanishes; with the scale nothing "
                   "changes (mean over seeds; the dotted lines are the half-way thresholds).",
                   f"不缩放时，{S_KEYS} 个键上的 softmax 随 d_k 增大而趋向独热，它的雅可比矩阵"
-                  "（流向 q 和 k 的每个梯度里都有的因子）随之消失；缩放之后这些都不随 d_k 变化"
+                  "（流向 q 和 k 的每个梯度里都有的因子）随之趋于零；缩放之后这些都不随 d_k 变化"
                   "（各种子的平均；点线是中点处的阈值）。")
     report.figure("training", lambda: _plot_training(runs),
                   f"Training loss (mean over 10 steps), d_k = {d_model}, with and "

@@ -549,8 +549,8 @@ def plot(report: Report, lengths, shapes, depth, ms, params, n_tokens) -> None:
     report.figure("time_vs_length", draw, f"The same {n_tokens} tokens arranged from {shapes[0][0]} sequences of "
                   f"{shapes[0][1]} to one of {shapes[-1][1]}. Left: the RNNs' chain of dependent operations grows "
                   "with T, the Transformer's does not. Right: time on one CPU thread.",
-                  f"同样的 {n_tokens} 个词元，从 {shapes[0][0]} 个长 {shapes[0][1]} 的序列，排到 1 个长 "
-                  f"{shapes[-1][1]} 的序列。左：RNN 的相互依赖的运算链随 T 增长，Transformer 的不增长。"
+                  f"同样的 {n_tokens} 个词元，从排成 {shapes[0][0]} 个长 {shapes[0][1]} 的序列，到排成 1 个长 "
+                  f"{shapes[-1][1]} 的序列。左：RNN 里相互依赖的运算链随 T 增长，Transformer 的则不增长。"
                   "右：一个 CPU 线程上的时间。")
 
 
@@ -575,9 +575,9 @@ def plot_grid(report: Report, batches, lengths, median_ratio: list[float]) -> No
     report.figure("time_ratio_grid", draw, "Median over the repeats of nn.RNN's forward + backward time over the "
                   "Transformer's, per batch × length, on one CPU thread. Above 1 (red): the RNN is the slower; below 1 "
                   "(blue): the faster. The batch-1 speed checks are the bottom row.",
-                  "每个批大小 × 长度上，nn.RNN 的前向 + 反向时间除以 Transformer 的，取各次重复的中位数，"
-                  "一个 CPU 线程。大于 1（红色）：RNN 更慢；小于 1（蓝色）：RNN 更快。批大小为 1 的速度检查"
-                  "是最下面一行。")
+                  "在一个 CPU 线程上，每种批大小 × 长度下 nn.RNN 的前向 + 反向时间与 Transformer 的之比，取各次重复的"
+                  "中位数。大于 1（红色）：RNN 更慢；小于 1（蓝色）：RNN 更快。最下面一行就是批大小为 1 的"
+                  "速度检查。")
 
 
 def plot_recall(report: Report, recall: dict, params: dict, steps: int) -> None:
@@ -592,7 +592,7 @@ def plot_recall(report: Report, recall: dict, params: dict, steps: int) -> None:
         ax.axvspan(FAR[0] - 0.5, FAR[-1] + 0.5, color="orange", alpha=0.08, label=say("far", "远"))
         ax.axhline(_RECALL_CHANCE, color="gray", ls=":", label=say(f"chance (1/{N_ITEMS})", f"随机猜测（1/{N_ITEMS}）"))
         ax.set_ylim(-0.05, 1.05)
-        ax.set_xlabel(say("distance d from the item (positions back)", "与该项的距离 d（往前数的位置）"))
+        ax.set_xlabel(say("distance d from the item (positions back)", "与该项的距离 d（往前数的位置数）"))
         ax.set_ylabel(say("test recall accuracy", "测试集上回忆的准确率"))
         ax.set_title(say(f"Equal view: recall of the first item, {steps} steps", f"平等审视：回忆第一项，{steps} 步"))
         ax.grid(alpha=0.3)

@@ -336,7 +336,7 @@ def write_results(report: Report, seeds, ladder, order, gap, blind_acc, caps) ->
         axes[1].set_title(say("(b) patch order", "(b) 图块的顺序"))
         axes[1].legend(fontsize=8)
         axes[2].plot(seeds, [c["grounding"] for c in caps], "o-", label=say("grounding score", "定位得分"))
-        axes[2].plot(seeds, [c["uniform"] for c in caps], "s--", label=say("uniform attention", "均匀的注意力"))
+        axes[2].plot(seeds, [c["uniform"] for c in caps], "s--", label=say("uniform attention", "均匀注意力"))
         axes[2].set_xlabel(say("seed", "种子"))
         axes[2].set_ylabel(say("attention share on the named object", "落在所说物体上的注意力比例"))
         axes[2].set_title(say("(c) captioner grounding", "(c) 描述模型的定位"))
@@ -346,4 +346,4 @@ def write_results(report: Report, seeds, ladder, order, gap, blind_acc, caps) ->
     report.figure("vision", draw, "(a) test NLL of the three rungs; (b) the ViT's accuracy with its patches permuted; "
                   "(c) the share of a word's cross-attention on its object against uniform attention.",
                   "(a) 阶梯上三级模型的测试集 NLL；(b) 图块换序之后 ViT 的准确率；"
-                  "(c) 一个词的交叉注意力落在它所说物体上的比例，与均匀的注意力对比。")
+                  "(c) 一个词的交叉注意力落在它所说物体上的比例，与均匀注意力对比。")
