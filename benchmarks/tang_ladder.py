@@ -43,6 +43,7 @@ from common import write_json
 from redthread.commands.ladder import LABELS, rung_settings, LadderData
 from redthread.data.dataset import TokenSplit
 from redthread.data.lm import LMData, load_splits
+from redthread.errors import RedthreadError
 from redthread.models.kneser_ney import KneserNeyConfig, KneserNeyLM
 from redthread.models.registry import build_model
 from redthread.train.loop import TrainConfig, evaluate, train
@@ -132,8 +133,13 @@ def main() -> None:
     for r in rungs:
         if r not in NEURAL:
             raise SystemExit(f"error: unknown rung {r!r}; choose from {', '.join(NEURAL)}")
+    if not args.minutes > 0:
+        raise SystemExit(f"error: --minutes must be > 0, got {args.minutes}")
     t0 = time.perf_counter()
-    train_split, val_split, tokenizer = load_splits(args.data, args.tokenizer, BPE_VOCAB if args.tokenizer == "bpe" else None)
+    try:
+        train_split, val_split, tokenizer = load_splits(args.data, args.tokenizer, BPE_VOCAB if args.tokenizer == "bpe" else None)
+    except RedthreadError as e:
+        raise SystemExit(f"error: {e}") from None
     if args.quick:
         train_split = cut(train_split, 0, min(60_000, len(train_split.tokens)), "train")
         val_split = cut(val_split, 0, min(8_000, len(val_split.tokens)), "validation")

@@ -178,6 +178,15 @@ def test_the_tang_ladder_scores_counts_and_a_learned_rung_in_bits_per_character(
     assert ("P(爱|我)" in out) == (tokenizer == "char")
 
 
+@pytest.mark.parametrize("args, says", [(("--data", "/no/such.txt"), "error: corpus file not found: /no/such.txt"),
+                                        (("--rungs", "bigram"), "error: unknown rung 'bigram'"),
+                                        (("--minutes", "0"), "error: --minutes must be > 0")])
+def test_the_tang_ladder_refuses_bad_input_in_one_line(args, says):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tang_ladder.py"), *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, cwd=ROOT)
+    assert proc.returncode == 1 and proc.stderr.strip().startswith(says) and "Traceback" not in proc.stderr
+
+
 def test_ddp_scaling_benchmark_prints_the_efficiency(tmp_path):
     out = run_script("ddp_scaling.py", "--quick", "--json", str(tmp_path / "f.json"), cache=tmp_path)
     assert "efficiency" in out and (tmp_path / "f.json").is_file()
