@@ -97,13 +97,17 @@ class KneserNeyLM(LanguageModel):
 
     # -- counting ---------------------------------------------------------------------------------
 
-    def _keys(self, x: Tensor, y: Tensor, j: int) -> Tensor:
-        """Keys of the j-grams that end at each target y[:, t] (B, T - first), its j - 1 context tokens from x."""
-        T, first = x.size(1), max(0, j - 2)
-        key = torch.zeros(x.size(0), T - first, dtype=torch.int64, device=x.device)
+    def _context_keys(self, idx: Tensor, j: int) -> Tensor:
+        """Keys of the j - 1 tokens ending at each position of idx (B, T) that has that many: (B, T - max(0, j - 2))."""
+        T, first = idx.size(1), max(0, j - 2)
+        key = torch.zeros(idx.size(0), T - first, dtype=torch.int64, device=idx.device)
         for i in range(j - 1):  # the oldest context token first
-            key = (key << self.bits) | x[:, i : i + T - first]
-        return (key << self.bits) | y[:, first:].clamp(min=0)
+            key = (key << self.bits) | idx[:, i : i + T - first]
+        return key
+
+    def _keys(self, x: Tensor, y: Tensor, j: int) -> Tensor:
+        """Keys of the j-grams that end at each target y[:, t], their j - 1 context tokens from x."""
+        return (self._context_keys(x, j) << self.bits) | y[:, max(0, j - 2) :].clamp(min=0)
 
     @torch.no_grad()
     def count(self, x: Tensor, y: Tensor) -> None:
@@ -199,16 +203,14 @@ class KneserNeyLM(LanguageModel):
         p = self.unigram()[None, :].repeat(B * T, 1)  # P_1 at every position, then each longer context in turn
         for j, level in enumerate(self.levels()[1:], start=2):
             first = max(0, j - 2)  # positions with j - 1 tokens of context
-            if first >= T:
+            if first >= T or level.contexts.numel() == 0:
                 break
-            ctx = torch.zeros(B, T - first, dtype=torch.int64, device=idx.device)
-            for i in range(j - 1):
-                ctx = (ctx << self.bits) | idx[:, i : i + T - first]
+            ctx = self._context_keys(idx, j).flatten()  # (B * (T - first),)
             rows = (torch.arange(B, device=idx.device)[:, None] * T + torch.arange(first, T, device=idx.device))
-            rows = rows.flatten()  # (B * (T - first),) rows of p
-            where = torch.searchsorted(level.contexts, ctx.flatten()).clamp(max=max(level.contexts.numel() - 1, 0))
-            seen = level.contexts.numel() > 0 and level.contexts[where] == ctx.flatten()
-            if level.contexts.numel() == 0 or not seen.any():
+            rows = rows.flatten()  # the rows of p they belong to
+            where = torch.searchsorted(level.contexts, ctx).clamp(max=level.contexts.numel() - 1)
+            seen = level.contexts[where] == ctx
+            if not seen.any():
                 continue
             rows, where = rows[seen], where[seen]
             total = level.total[where]
