@@ -148,14 +148,22 @@ def write_json(path: str | None, payload: dict) -> None:
 
 
 def environment() -> dict:
+    """The versions, the threads and the processor a figure was measured on: the hosts of this project differ in
+    instruction sets (AVX2 on some days, AVX-512 with bf16 on others), and the kernels dispatch on them."""
     import platform
 
     import transformers
 
+    from redthread.commands.experiment import environment as machine
+
+    cpu = machine()
     return {
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu["cpu"],
+        "cpu_capability": cpu["cpu_capability"],
+        "cpu_flags": cpu["cpu_flags"],
     }

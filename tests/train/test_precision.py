@@ -13,7 +13,7 @@ from redthread.models.likelihoods import token_nll
 from redthread.train import loop
 from redthread.train.checkpoint import read_checkpoint
 from redthread.train.loop import TrainConfig, lr_at, make_optimizer, read_metrics, train
-from redthread.train.precision import Precision, choose_precision, enable_tf32
+from redthread.train.precision import Precision, choose_precision, cpu_has_bf16_matmul, enable_tf32
 
 from .test_loop import Interrupting, fresh_model, make_data
 
@@ -135,3 +135,14 @@ def test_loss_scaling_is_exact_in_fp32_and_resumes_with_its_scale(tmp_path, monk
     assert read_checkpoint(tmp_path / "b").extra["grad_scaler"]["scale"] == 2.0**13
     for (name, p), q in zip(scaled.named_parameters(), resumed.parameters()):
         assert torch.equal(p, q), name
+
+
+def test_cpu_has_bf16_matmul_reads_the_processor_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw\n")
+    assert not cpu_has_bf16_matmul(info)  # AVX-512 alone converts bf16 in software
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")
+    assert cpu_has_bf16_matmul(info)
+    info.write_text("flags\t\t: fpu amx_tile amx_bf16\n")
+    assert cpu_has_bf16_matmul(info)
+    assert not cpu_has_bf16_matmul(tmp_path / "absent")  # not Linux: no

@@ -21,6 +21,7 @@ checkpoint so a resumed fp16 run continues with the scale it had reached.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -53,6 +54,16 @@ def has_bf16_tensor_cores(device: torch.device) -> bool:
     """bf16 in hardware: compute capability 8.0 or newer. `is_bf16_supported()` alone also says
     yes on older GPUs, where bf16 is emulated and slower than fp16; hence including_emulation=False."""
     return torch.cuda.is_bf16_supported(including_emulation=False) and torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+def cpu_has_bf16_matmul(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """AVX-512 BF16 or AMX: bf16 dot products in hardware, so a CPU step under bf16 autocast runs faster than in
+    float32 (docs/benchmarks.md, the 15-minute run). Without them bf16 is converted in software and is slower."""
+    try:
+        flags = cpuinfo.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:  # not Linux: no way to tell, so no
+        return False
+    return not {"avx512_bf16", "amx_bf16"}.isdisjoint(flags)
 
 
 def choose_precision(requested: str, device: torch.device) -> Precision:
