@@ -23,7 +23,7 @@ from tests.cli_helpers import assert_one_line_error
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = sorted([*(ROOT / "docs" / "experiments").glob("*/report.json"), *(ROOT / "results").glob("run-*/*/report.json")])
 DOCS = sorted((ROOT / "docs" / "experiments").glob("*/report.json"))
-AGAIN = "python -m redthread.experiments.report_zh docs/experiments results/run-1 results/run-2 results/run-3"
+AGAIN = "python -m redthread.experiments.report_zh docs/experiments results/run-1 results/run-2 results/run-3 results/run-4"
 
 # Latin words the Chinese pages may show beyond tests/chinese_text.py's ALLOWED: the name of the docs site's language
 # switch entry, and words of docs/claims.md's Chinese wording of the claims, which the pages quote as it stands
