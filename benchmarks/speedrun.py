@@ -27,8 +27,9 @@ The 15-minute run (`--budget 900`), the same protocol with two changes fixed bef
 nanoGPT's own tiny-Shakespeare character recipe, config/train_shakespeare_char.py (6 layers, 6 heads,
 d_model 384, context 256, batch 64, dropout 0.2, no biases, AdamW 1e-3 -> 1e-4 over 5000 steps with 100
 warm-up steps: the recipe of the 1.4697 in nanoGPT's README, there on a GPU), stopped by the clock; arm (b)
-is LONG_RECIPE, scheduled on the clock for 900 s. Past 180 s the whole split is scored every 30 s for (b)
-and every 60 s for (a), whose scoring takes ~100x longer. Target: (b) <= 1.47 nats/char at 900 s. The run
+is LONG_RECIPE, scheduled on the clock for 900 s, with bf16 matmuls where the processor has them in hardware
+(cpu_has_bf16_matmul; float32 elsewhere, and every score in float32). Past 180 s the whole split is scored every
+30 s for (b) and every 60 s for (a), whose scoring takes ~100x longer. Target: (b) <= 1.47 nats/char at 900 s. The run
 also prints the compute: the FLOPs each arm trained with, and those of nanoGPT's 5000 steps.
 
     PYTHONPATH=src .venv/bin/python benchmarks/speedrun.py [--json out.json] [--plot curve.png]
