@@ -56,7 +56,7 @@ from redthread.data.lm import LMData, load_splits
 from redthread.models.transformer import TransformerConfig, TransformerLM
 from redthread.plotting import pyplot
 from redthread.train.loop import TrainConfig, evaluate, train
-from redthread.train.precision import cpu_has_bf16_matmul
+from redthread.train.precision import choose_precision, cpu_has_bf16_matmul
 
 BUDGET, LONG_BUDGET = 180.0, 900.0  # seconds of training: the speedrun, and the 15-minute run
 THRESHOLDS = (1.90, 1.80)  # nats/char
@@ -223,7 +223,7 @@ def recipe(override: str | None, base: dict = RECIPE) -> dict:
     changed = {part: {**base[part], **change.get(part, {})} for part in ("model", "train")}
     try:  # bad fields or values stop here, in one line, not after the other arm has run
         TransformerConfig.from_dict({"vocab_size": 65, **changed["model"]})
-        TrainConfig.from_dict(changed["train"])
+        choose_precision(TrainConfig.from_dict(changed["train"]).precision, torch.device("cpu"))  # fp16 needs a GPU
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: --recipe: {e}") from None
     return changed

@@ -150,7 +150,8 @@ def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(t
 
 @pytest.mark.parametrize("recipe, says", [('{bad', "--recipe is not JSON"), ('{"modle": {}}', "--recipe takes"),
                                            ('{"model": {"n_layerz": 3}}', "unknown TransformerConfig field(s): n_layerz"),
-                                           ('{"train": {"lr": -1}}', "need lr > 0")])
+                                           ('{"train": {"lr": -1}}', "need lr > 0"),
+                                           ('{"train": {"precision": "fp16"}}', "--precision fp16 needs a CUDA GPU")])
 def test_speedrun_refuses_a_bad_recipe_in_one_line_before_running_anything(recipe, says):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speedrun.py"), "--arms", "b", "--recipe", recipe],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
