@@ -59,14 +59,16 @@ def environment() -> dict[str, str]:
     import numpy
     import torch
 
-    cpu, flags = platform.processor() or platform.machine(), ""
+    from redthread.train.precision import cpu_flags
+
+    cpu = platform.processor() or platform.machine()
     try:
         info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
         fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
         cpu = fields.get("model name\t", cpu).strip() or cpu
-        flags = " ".join(sorted(f for f in fields.get("flags\t\t", "").split() if f.startswith(("avx", "fma", "amx"))))
     except (OSError, ValueError):
         pass
+    flags = " ".join(sorted(f for f in cpu_flags() if f.startswith(("avx", "fma", "amx"))))
     return {"cpu": cpu, "cpu_flags": flags, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "torch_threads": str(torch.get_num_threads()), "torch": torch.__version__, "numpy": numpy.__version__,
             "python": platform.python_version()}

@@ -56,14 +56,19 @@ def has_bf16_tensor_cores(device: torch.device) -> bool:
     return torch.cuda.is_bf16_supported(including_emulation=False) and torch.cuda.get_device_capability(device) >= (8, 0)
 
 
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """The processor's instruction-set flags, from Linux's /proc/cpuinfo; none where there is no such file."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {flag for line in text.splitlines() if line.startswith("flags") for flag in line.split(":", 1)[-1].split()}
+
+
 def cpu_has_bf16_matmul(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """AVX-512 BF16 or AMX: bf16 dot products in hardware, so a CPU step under bf16 autocast runs faster than in
     float32 (docs/benchmarks.md, the 15-minute run). Without them bf16 is converted in software and is slower."""
-    try:
-        flags = cpuinfo.read_text(encoding="utf-8", errors="replace").split()
-    except OSError:  # not Linux: no way to tell, so no
-        return False
-    return not {"avx512_bf16", "amx_bf16"}.isdisjoint(flags)
+    return not {"avx512_bf16", "amx_bf16"}.isdisjoint(cpu_flags(cpuinfo))
 
 
 def choose_precision(requested: str, device: torch.device) -> Precision:
