@@ -532,20 +532,20 @@ plt.show()
 #   characters of a trained model minus that of the same model with no positions at all: a causal mask gives some order by
 #   itself, and the earlier check, against the same model trained on shuffled text, could not fail for the claim's reason
 #   (the report's history). With sinusoidal positions the difference on Shakespeare is
-#   [0.08554](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value") in set A,
-#   its interval from [0.02369](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0")
-#   to [0.1474](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")
+#   [0.08138](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value") in set A,
+#   its interval from [0.01361](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0")
+#   to [0.1492](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")
 #   across the floor of [0.05](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/floor")
-#   (inconclusive), and [0.008363](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value") in set B
+#   (inconclusive), and [0.008324](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value") in set B
 #   (does not hold): inconclusive (does not replicate). On the order-2 Markov source both sets are inconclusive
-#   ([0.001987](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value"),
-#   [0.02049](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")). Rotary
+#   ([−0.002859](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value"),
+#   [0.03684](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")). Rotary
 #   positions do concentrate on neighbours, on both sources in both sets (holds; on Shakespeare
-#   [0.5985](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") and
+#   [0.5953](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") and
 #   [0.6038](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/1/value")). Learned ones hold
-#   on Shakespeare ([0.1159](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value"),
-#   [0.1045](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")), but on the
-#   Markov source set B's [0.03979](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")
+#   on Shakespeare ([0.1048](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value"),
+#   [0.1218](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")), but on the
+#   Markov source set B's [0.03890](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")
 #   has its interval across the floor: inconclusive (does not replicate). The figure of $p_t \cdot p_{64}$ shows a
 #   geometry, not what a trained model does with it.
 # - **Heads specialise, but the check is inconclusive, and they do not behave like an ensemble.** On a source with two
@@ -571,12 +571,12 @@ plt.show()
 #   set B [0.01335](../experiments/poetry-heads/report.md "report.json: checks/name=rhyme_control/sets/1/value")), so whether different heads serve the two stays open
 #   (the section above).
 # - **Attention gathers, the FFN processes: inconclusive.** Mean-ablating every attention sublayer costs
-#   [1.919](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") nats at the rule's
+#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") nats at the rule's
 #   positions in set A, every FFN [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/0/value");
-#   in set B [1.800](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") and
-#   [1.299](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value"), with intervals down to
-#   [0.6833](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") and
-#   [0.4914](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0"), across the floor of
+#   in set B [1.697](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") and
+#   [1.294](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value"), with intervals down to
+#   [0.7093](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") and
+#   [0.4897](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0"), across the floor of
 #   [0.89](../experiments/ffn/report.md "report.json: checks/name=attention_lost/floor") nats (half of what the context
 #   carries). Both sets hold at twice the budget and are inconclusive at half, so both costs are inconclusive. The probes
 #   find the context arriving across attention (holds); the rule computed across the FFN is inconclusive in the same way.
@@ -614,20 +614,20 @@ plt.show()
 # - **正弦编码的局部性先验没有找到。** 局部性实验测量：训练好的模型放在最近几个字符上的注意力，减去同一个模型完全不加位置编码时的这个值。
 #   因果掩码本身就带来一些顺序，以前那项与打乱文本上训练的同一模型对照的检查，不可能因为论点的理由而不成立（见报告里判据的修改记录）。
 #   用正弦位置编码时，莎士比亚文本上的差值在 A 组是
-#   [0.08554](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value")，区间从
-#   [0.02369](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0") 到
-#   [0.1474](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")，跨过了下限
+#   [0.08138](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/value")，区间从
+#   [0.01361](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/0") 到
+#   [0.1492](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/0/interval/1")，跨过了下限
 #   [0.05](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/floor")（无定论）；B 组是
-#   [0.008363](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value")（不成立）：
+#   [0.008324](../experiments/locality/report.md "report.json: checks/name=near_plays_sinusoidal/sets/1/value")（不成立）：
 #   无定论（不能复现）。在二阶马尔可夫信源上两组都无定论
-#   （[0.001987](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value")、
-#   [0.02049](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")）。旋转位置编码确实
+#   （[−0.002859](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/0/value")、
+#   [0.03684](../experiments/locality/report.md "report.json: checks/name=near_markov_sinusoidal/sets/1/value")）。旋转位置编码确实
 #   把注意力集中在邻近位置上，两个信源、两组种子都是如此（成立；莎士比亚文本上
-#   [0.5985](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") 和
+#   [0.5953](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/0/value") 和
 #   [0.6038](../experiments/locality/report.md "report.json: checks/name=near_plays_rope/sets/1/value")）。可学习位置编码在莎士比亚文本上成立
-#   （[0.1159](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value")、
-#   [0.1045](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")），在马尔可夫信源上 B 组却是
-#   [0.03979](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")，区间跨过下限：
+#   （[0.1048](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/0/value")、
+#   [0.1218](../experiments/locality/report.md "report.json: checks/name=near_plays_learned/sets/1/value")），在马尔可夫信源上 B 组却是
+#   [0.03890](../experiments/locality/report.md "report.json: checks/name=near_markov_learned/sets/1/value")，区间跨过下限：
 #   无定论（不能复现）。$p_t \cdot p_{64}$ 那张图画的是一种几何性质，而不是训练好的模型怎样用它。
 # - **各个头确实各有分工，但这项检查无定论；它们也不像一个集成。** 在一个有两种已知依赖的信源上，每种依赖都有一个头负责（A 组比未训练的模型高
 #   [0.9971](../experiments/heads/report.md "report.json: checks/name=specialisation/sets/0/value")，B 组高
@@ -646,12 +646,12 @@ plt.show()
 #   押韵的头却没有超过对照 [0.05](../experiments/poetry-heads/report.md "report.json: checks/name=rhyme_control/floor") 的下限（A 组 [0.009307](../experiments/poetry-heads/report.md "report.json: checks/name=rhyme_control/sets/0/value")，
 #   B 组 [0.01335](../experiments/poetry-heads/report.md "report.json: checks/name=rhyme_control/sets/1/value")），所以两种依赖是不是由不同的头负责，仍无定论（见上一节）。
 # - **注意力负责汇聚，前馈网络负责加工：无定论。** 对所有注意力子层做均值消融，A 组在规则所在的位置上损失
-#   [1.919](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") 奈特，对所有前馈网络做均值消融损失
+#   [1.866](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/0/value") 奈特，对所有前馈网络做均值消融损失
 #   [1.606](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/0/value") 奈特；B 组分别是
-#   [1.800](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") 和
-#   [1.299](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value")，区间低到
-#   [0.6833](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") 和
-#   [0.4914](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0")，跨过了
+#   [1.697](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/value") 和
+#   [1.294](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/value")，区间低到
+#   [0.7093](../experiments/ffn/report.md "report.json: checks/name=attention_lost/sets/1/interval/0") 和
+#   [0.4897](../experiments/ffn/report.md "report.json: checks/name=ffn_lost/sets/1/interval/0")，跨过了
 #   [0.89](../experiments/ffn/report.md "report.json: checks/name=attention_lost/floor") 奈特的下限（上下文所携带信息的一半）。
 #   两倍预算下两组都成立，一半预算下两组都无定论，所以这两项都无定论。探针显示上下文是经过注意力进来的（成立）；
 #   规则在前馈网络里算出来这一项，同样无定论。

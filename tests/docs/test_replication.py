@@ -24,7 +24,7 @@ def test_every_table_is_the_comparison_of_the_committed_runs(page, lang):
     for run1, run2, table in blocks:
         assert (REPO / run1).is_dir() and (REPO / run2).is_dir(), (run1, run2)
         with speaking(lang):
-            expected, counts = compare(load_run(REPO / run1), load_run(REPO / run2))
+            expected, counts = compare(load_run(REPO / run1), load_run(REPO / run2), (run1, run2))
         assert table.strip() == expected.strip(), (
             f"docs/{page}: the table of {run1} against {run2} is stale; write it again with "
             f"python -m redthread.experiments.compare {run1} {run2} --into docs/{page}" + (" --lang zh" if lang == "zh" else ""))

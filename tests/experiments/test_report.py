@@ -192,8 +192,13 @@ def test_the_index_gives_every_check_with_both_sets_and_the_history(tmp_path):
               "checks": [check, same], "history": [{"date": "2026-12-02"}], "numbers": {"seconds": 60.0}}
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "report.json").write_text(json.dumps(report))
-    text = write_index(tmp_path, ["toy"], False, 0).read_text()
-    assert "| [toy](toy/report.md) | C4 | inconclusive (does not replicate) | speed: inconclusive | 1 | 60.0 |" in text
+    (tmp_path / "later").mkdir()  # a report that records its commit: the index says which code made it
+    later = {**report, "numbers": {"seconds": 1.0, "code_commit": "b961436" + "0" * 33}}
+    (tmp_path / "later" / "report.json").write_text(json.dumps(later))
+    text = write_index(tmp_path, ["toy", "later"], False, 0).read_text()
+    assert "| [toy](toy/report.md) | C4 | inconclusive (does not replicate) | speed: inconclusive | 1 | 60.0 | — |" \
+        in text
+    assert "| 1 | 1.0 | b961436 |" in text and "| 1.0 | b961436 |" in (tmp_path / "index.zh.md").read_text()
     assert "| toy | speed | gap | > 0.05 | 0.25 [0.2, 0.3] | 0.04 [-0.01, 0.09] | inconclusive (does not replicate) |" in text
     assert "| toy | speed | same | \\|·\\| < 0.1 |" in text
 
@@ -207,7 +212,13 @@ def test_the_verdict_table_gives_one_row_per_experiment_of_run_one(tmp_path, cap
         (tmp_path / run / "regression" / "report.json").write_text(json.dumps(report))
     (tmp_path / "r1" / "depth").mkdir()
     (tmp_path / "r1" / "depth" / "report.json").write_text(json.dumps({**report, "verdict": "inconclusive"}))
-    assert main([str(tmp_path / "r1"), str(tmp_path / "r2"), "--verdicts", "--lang", "zh"]) == 0
+    for run in ("run-1", "run-4"):  # folders named as results/ names its runs
+        (tmp_path / run).symlink_to(tmp_path / ("r1" if run == "run-1" else "r2"))
+    r1, runs = str(tmp_path / "r1"), [str(tmp_path / "run-1"), str(tmp_path / "run-4")]
+    assert main([r1, *runs, "--verdicts", "--lang", "zh"]) == 0
     out = capsys.readouterr().out
+    assert "| 实验 | 论点 | 第 1 次运行 | 第 4 次运行 | 各部分 |" in out  # one verdict column per run after the first folder
     assert f"| [regression]({(tmp_path / 'r1').as_posix()}/regression/report.md) | C1 | 成立 | 成立 | `E[y\\|x]`: 成立 | 2 |" in out
-    assert "| 无定论 | 尚未运行 |" in out  # depth: in run 1 only
+    assert "| 无定论 | 尚未运行 | " in out  # depth: in run 1 only
+    assert main([r1, *runs]) == 2  # a check-by-check comparison is of two runs
+    assert "compare takes two runs; 3 were given" in capsys.readouterr().err

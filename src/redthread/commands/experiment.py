@@ -21,7 +21,7 @@ from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
 from redthread.experiments.history import code_commit, criteria_commit
 from redthread.experiments.replication import run_experiment
-from redthread.experiments.report_zh import write_index_zh
+from redthread.experiments.report_zh import commit_of, write_index_zh
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
 REPORT_FILES = ("report.json", "report.md", "report.zh.md")  # an experiment's folder; `all` adds index.md and a folder per experiment
@@ -124,7 +124,8 @@ def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
     lines = ["# Experiments: the claims of the essay, tested" + (" (quick)" if quick else ""), ""]
     if quick:
         lines += ["**Smoke test (--quick): these reports carry no verdict.**", ""]
-    lines += ["| experiment | claims | verdict | by part | changes after a result | seconds |", "|---|---|---|---|---|---|"]
+    lines += ["| experiment | claims | verdict | by part | changes after a result | seconds | commit |",
+              "|---|---|---|---|---|---|---|"]
     total, reports = 0.0, {}
     for n in names:
         reports[n] = report = json.loads((root / n / "report.json").read_text(encoding="utf-8"))
@@ -132,7 +133,8 @@ def write_index(root: Path, names: list[str], quick: bool, seed: int) -> Path:
         total += seconds
         parts = "; ".join(f"{part}: {v}" for part, v in (report.get("parts") or {}).items() if part).replace("|", "\\|") or "—"
         history = len(report.get("history") or [])
-        lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {history} | {seconds:.1f} |")
+        lines.append(f"| [{n}]({n}/report.md) | {report['claims']} | {report['verdict']} | {parts} | {history} | "
+                     f"{seconds:.1f} | {commit_of(report)} |")
     sets = "one seed set (smoke)" if quick else f"seed sets from {seed} and {seed + 100}"
     lines += ["", f"Total: {total / 60:.1f} min of experiments, {sets}.", "",
               "## Every check", "",

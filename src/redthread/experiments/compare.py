@@ -11,11 +11,14 @@ table gives run 1's value, run 2's, and |difference| ("identical" when bit-equal
 runs' verdicts. A verdict that differs between the runs is marked; by design the protocol should
 only let a check move between a verdict and "inconclusive (does not replicate)".
 
---verdicts prints instead one row per experiment of run 1: its verdict, run 2's, each part's and the number of
-criterion changes after a result (the README's table, with run 1 = docs/experiments; tests/test_readme_verdicts.py
-holds the READMEs to it):
+--verdicts prints instead one row per experiment of the first folder, with its parts' verdicts and the number of
+criterion changes after a result, and the experiment's verdict in each further folder (the README's table: the
+reports of docs/experiments, and the verdicts of the full runs; tests/test_readme_verdicts.py holds the READMEs
+to it):
 
-    python -m redthread.experiments.compare docs/experiments results/run-2 --verdicts [--lang zh]
+    python -m redthread.experiments.compare docs/experiments results/run-{1,2,4} --verdicts [--lang zh]
+
+A folder named run-N is headed "run N" (第 N 次运行); any other by its path.
 
 --into FILE rewrites only the part of FILE between the line `<!-- compare RUN1 RUN2 -->`, naming the two
 folders as given, and the next `<!-- /compare -->` (docs/replication.md's tables, which
@@ -51,10 +54,19 @@ def load_run(folder: Path) -> dict[str, dict]:
     return reports
 
 
-def compare(a: dict[str, dict], b: dict[str, dict]) -> tuple[str, dict]:
-    """Markdown and counts for the experiments both runs have."""
-    lines = [say("| experiment | check | set | run 1 | run 2 | \\|difference\\| | verdict, run 1 | verdict, run 2 |",
-                 "| 实验 | 检查 | 种子组 | 第 1 次运行 | 第 2 次运行 | \\|差\\| | 结论，第 1 次 | 结论，第 2 次 |"),
+def label(folder: str | Path) -> str:
+    """How a table heads a folder of reports: results/run-4 is "run 4" (第 4 次运行), any other its path."""
+    name = Path(folder).name
+    if name.startswith("run-") and name[4:].isdigit():
+        return say(f"run {name[4:]}", f"第 {name[4:]} 次运行")
+    return Path(folder).as_posix()
+
+
+def compare(a: dict[str, dict], b: dict[str, dict], names: tuple[str, str] = ("run-1", "run-2")) -> tuple[str, dict]:
+    """Markdown and counts for the experiments both runs have; names are the two folders, for the headings."""
+    n1, n2 = (label(n) for n in names)
+    lines = [say(f"| experiment | check | set | {n1} | {n2} | \\|difference\\| | verdict, {n1} | verdict, {n2} |",
+                 f"| 实验 | 检查 | 种子组 | {n1} | {n2} | \\|差\\| | 结论，{n1} | 结论，{n2} |"),
              "|---|---|---|---|---|---|---|---|"]
     counts = {"values": 0, "identical": 0, "verdicts": 0, "same verdict": 0, "experiments": 0, "same claim verdict": 0}
     for name in [n for n in a if n in b]:
@@ -89,19 +101,22 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> tuple[str, dict]:
     return head + "\n\n" + "\n".join(lines) + "\n", counts
 
 
-def verdict_table(run1: Path, a: dict[str, dict], b: dict[str, dict]) -> str:
-    """One row per experiment of run 1, in the registry's order: verdicts of both runs, by part, criterion changes."""
+def verdict_table(reference: Path, first: dict[str, dict], runs: dict[str, dict[str, dict]]) -> str:
+    """One row per experiment of the reference folder, in the registry's order: its verdict in each run of runs
+    (folder -> reports; "not yet run" where a run lacks it), the reference's parts and criterion changes."""
     from redthread.experiments import available
 
-    rows = [say("| experiment | claims | verdict, run 1 | run 2 | by part (run 1) | criterion changes after a result |",
-                "| 实验 | 论点 | 结论，第 1 次运行 | 第 2 次运行 | 各部分（第 1 次运行） | 看到结果后判据的修改 |"),
-            "|---|---|---|---|---|---|"]
-    for name in [n for n in available() if n in a]:
-        r = a[name]
-        second = verdict_text(b[name]["verdict"]) if name in b else say("not yet run", "尚未运行")
+    heads = " | ".join(label(folder) for folder in runs)
+    rows = [say(f"| experiment | claims | {heads} | by part | criterion changes after a result |",
+                f"| 实验 | 论点 | {heads} | 各部分 | 看到结果后判据的修改 |"),
+            "|---|---|" + "---|" * len(runs) + "---|---|"]
+    for name in [n for n in available() if n in first]:
+        r = first[name]
+        verdicts = " | ".join(verdict_text(run[name]["verdict"]) if name in run else say("not yet run", "尚未运行")
+                              for run in runs.values())
         parts = "; ".join(f"`{k}`: {verdict_text(v)}" for k, v in (r.get("parts") or {}).items() if k)
-        rows.append(f"| [{name}]({run1.as_posix()}/{name}/report.md) | {r['claims']} | {verdict_text(r['verdict'])} | "
-                    f"{second} | {parts.replace('|', chr(92) + '|') or '—'} | {len(r.get('history') or [])} |")
+        rows.append(f"| [{name}]({reference.as_posix()}/{name}/report.md) | {r['claims']} | {verdicts} | "
+                    f"{parts.replace('|', chr(92) + '|') or '—'} | {len(r.get('history') or [])} |")
     return "\n".join(rows) + "\n"
 
 
@@ -141,20 +156,27 @@ def _num(v) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m redthread.experiments.compare", description=__doc__.split("\n\n")[0])
     p.add_argument("run1")
-    p.add_argument("run2")
+    p.add_argument("run2", nargs="+", help="the run to compare with (--verdicts: one or more)")
     p.add_argument("--out", help="write the table to this Markdown file")
     p.add_argument("--into", help="rewrite the <!-- compare RUN1 RUN2 --> ... <!-- /compare --> block of this Markdown file")
     p.add_argument("--verdicts", action="store_true", help="one row per experiment instead of one per check")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="the table's language (default en)")
     args = p.parse_args(argv)
+    if len(args.run2) > 1 and not args.verdicts:
+        print(f"error: compare takes two runs; {len(args.run2) + 1} were given (more than two only with --verdicts)",
+              file=sys.stderr)
+        return 2
     try:
-        runs = load_run(Path(args.run1)), load_run(Path(args.run2))
+        first, runs = load_run(Path(args.run1)), {folder: load_run(Path(folder)) for folder in args.run2}
         with speaking(args.lang):
-            text = verdict_table(Path(args.run1), *runs) if args.verdicts else compare(*runs)[0]
+            if args.verdicts:
+                text = verdict_table(Path(args.run1), first, runs)
+            else:
+                text = compare(first, runs[args.run2[0]], (args.run1, args.run2[0]))[0]
         if args.out:
             atomic_write_text(Path(args.out), text)
         if args.into:
-            into(Path(args.into), text, args.run1, args.run2)
+            into(Path(args.into), text, args.run1, args.run2[0])
     except RedthreadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -461,6 +461,11 @@ def _render(report: dict) -> str:
     return "\n".join(lines)
 
 
+def commit_of(report: dict) -> str:
+    """The short commit a report's code ran at (numbers.code_commit); — for a report from before it was recorded."""
+    return (report.get("numbers", {}).get("code_commit") or "—")[:7]
+
+
 def index_zh(root: Path, names: list[str] | None = None) -> str:
     """The Chinese index.md of a folder of reports (root/NAME/report.json): each experiment's claims, verdict by
     part, its criterion changes after a result and its time; then every check with both seed sets."""
@@ -478,8 +483,8 @@ def _index(root: Path, names: list[str] | None) -> str:
     lines = ["# 实验：逐条检验原文的论点" + ("（冒烟测试）" if quick else ""), ""]
     if quick:
         lines += [SMOKE_LINE_ZH, ""]
-    lines += ["每个实验一行：它检验的论点、结论和各部分的结论、看到结果之后判据修改过几次、用时（秒）。点实验名看它的中文报告。", "",
-              "| 实验 | 论点 | 结论 | 各部分 | 看到结果后修改判据 | 秒 |", "|---|---|---|---|---|---|"]
+    lines += ["每个实验一行：它检验的论点、结论和各部分的结论、看到结果之后判据修改过几次、用时（秒）、代码所在的提交。点实验名看它的中文报告。", "",
+              "| 实验 | 论点 | 结论 | 各部分 | 看到结果后修改判据 | 秒 | 提交 |", "|---|---|---|---|---|---|---|"]
     total = 0.0
     for n, report in reports.items():
         seconds = float(report.get("numbers", {}).get("seconds", 0.0))
@@ -487,7 +492,7 @@ def _index(root: Path, names: list[str] | None) -> str:
         parts = "；".join(f"{part_zh(n, p)}：{_verdict(v)}" for p, v in (report.get("parts") or {}).items() if p) or "—"
         parts = parts.replace("|", "\\|")
         lines.append(f"| [{NAMES.get(n, n)}]({n}/report.md) | {report['claims']} | {_verdict(report['verdict'])} | "
-                     f"{parts} | {len(report.get('history') or [])} | {seconds:.1f} |")
+                     f"{parts} | {len(report.get('history') or [])} | {seconds:.1f} | {commit_of(report)} |")
     lines += ["", f"合计：实验共用 {total / 60:.1f} 分钟。", "", "## 每一项检查", "",
               "每项检查在两组种子中各自的均值和 95% 区间、判定它所用的下限、它的结论；一个部分只有一项检查时，"
               "这项检查的结论就是这个部分的结论。", "",
