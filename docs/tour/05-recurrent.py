@@ -429,16 +429,16 @@ print(rt.say(sample, f"“{sample}”"))  # the model's own English, quoted on t
 #   (log-log slope [0.9524](../experiments/sequential/report.md "report.json: checks/name=rnn_depth_slope/sets/0/value") for
 #   the RNN, [0](../experiments/sequential/report.md "report.json: checks/name=transformer_depth_slope/sets/0/value") for the
 #   Transformer), and on one CPU thread one sequence of 1,024 tokens takes the RNN
-#   [56.89](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
+#   [58.45](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
 #   ms against the Transformer's
-#   [39.83](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4").
+#   [40.29](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4").
 #   But the same tokens as 16 sequences of 64 take the RNN
-#   [13.92](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
+#   [12.39](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
 #   ms and the Transformer
-#   [16.26](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4"):
+#   [14.23](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4"):
 #   with batches of 16 or more the RNN is faster (at 8 the two are within a millisecond). The speed part holds in both sets,
 #   but over the whole batch × length grid the RNN is the slower in only
-#   [0.5778](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/0/value") and
+#   [0.5556](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/0/value") and
 #   [0.5556](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/1/value") of the
 #   cells (floor [0.5](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/floor")), and its
 #   batch-1 bar was set after the RNN had been faster at batch 4 (the report's history records it). The essay's bottleneck
@@ -498,16 +498,16 @@ print(rt.say(sample, f"“{sample}”"))  # the model's own English, quoted on t
 #   [0.9524](../experiments/sequential/report.md "report.json: checks/name=rnn_depth_slope/sets/0/value")，Transformer 为
 #   [0](../experiments/sequential/report.md "report.json: checks/name=transformer_depth_slope/sets/0/value")）；在单个 CPU 线程上，
 #   一条 1024 个词元的序列，RNN 要
-#   [56.89](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
+#   [58.45](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/5")
 #   毫秒，Transformer 要
-#   [39.83](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4")
+#   [40.29](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/6/4")
 #   毫秒。但同样的词元分成 16 条长 64 的序列时，RNN 只要
-#   [13.92](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
+#   [12.39](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/5")
 #   毫秒，Transformer 要
-#   [16.26](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4")
+#   [14.23](../experiments/sequential/report.md "report.json: numbers/tables/1024 tokens at every length: longest chain of dependent operations, and median time/rows/2/4")
 #   毫秒：批次里有 16 条或更多序列时，RNN 更快（8 条时两者相差不到一毫秒）。速度这部分在两组中都成立，但在整个
 #   批大小 × 长度的网格上，RNN 更慢的格子只占
-#   [0.5778](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/0/value") 和
+#   [0.5556](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/0/value") 和
 #   [0.5556](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/sets/1/value")
 #   （下限 [0.5](../experiments/sequential/report.md "report.json: checks/name=grid_share_rnn_slower/floor")），而且以批大小 1
 #   为准的判据，是在 RNN 于批大小 4 时更快之后才定的（报告的历史记录了这一点）。原文说的瓶颈，是长序列上的延迟和并行硬件上的速度，
