@@ -19,9 +19,9 @@ from pathlib import Path
 
 from redthread.errors import RedthreadError
 from redthread.experiments import EXPERIMENTS, available, load, one_thread
-from redthread.experiments.history import code_commit, criteria_commit
+from redthread.experiments.history import code_commit, commit_of, criteria_commit
 from redthread.experiments.replication import run_experiment
-from redthread.experiments.report_zh import commit_of, write_index_zh
+from redthread.experiments.report_zh import write_index_zh
 from redthread.files import atomic_write_text, check_not_foreign, check_writable
 
 REPORT_FILES = ("report.json", "report.md", "report.zh.md")  # an experiment's folder; `all` adds index.md and a folder per experiment

@@ -226,3 +226,12 @@ def code_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def commit_of(report: dict) -> str:
+    """The short form of the commit a report's code ran at (its numbers.code_commit, written from code_commit()):
+    seven hex digits, "-dirty" kept; "—" for a report from before commits were recorded."""
+    commit = report.get("numbers", {}).get("code_commit") or "—"
+    if commit in ("—", "unknown"):
+        return commit
+    return commit.split("-")[0][:7] + ("-dirty" if commit.endswith("-dirty") else "")

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from redthread.errors import RedthreadError
 from redthread.experiments.compare import verdict_text
+from redthread.experiments.history import commit_of
 from redthread.files import atomic_write_text
 from redthread.lang import speaking, term
 
@@ -459,11 +460,6 @@ def _render(report: dict) -> str:
         caption = str(f.get("caption_zh") or "")
         lines += [f"![{caption or f['stem']}]({f['stem']}.zh.png)", ""] + ([f"*{caption}*", ""] if caption else [])
     return "\n".join(lines)
-
-
-def commit_of(report: dict) -> str:
-    """The short commit a report's code ran at (numbers.code_commit); — for a report from before it was recorded."""
-    return (report.get("numbers", {}).get("code_commit") or "—")[:7]
 
 
 def index_zh(root: Path, names: list[str] | None = None) -> str:
