@@ -148,6 +148,19 @@ def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(t
     assert figures["protocol"]["seed"] == 3 and figures["met"] == {}
 
 
+def test_speedrun_short_takes_the_3_minute_recipe_past_180_s(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))
+    common = ("--data", str(text), "--budget", "200", "--arms", "b", "--stop-at", "9")  # stops at the first score
+    short = run_script("speedrun.py", *common, "--short", cache=tmp_path)
+    long = run_script("speedrun.py", *common, cache=tmp_path)  # past 180 s the 15-minute recipe is the default
+    assert "'d_model': 64" in short and "'block_size': 128" in short and "'d_model': 128" not in short
+    assert "'d_model': 128" in long and "'block_size': 256" in long
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speedrun.py"), "--short", "--long"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+
+
 @pytest.mark.parametrize("recipe, says", [('{bad', "--recipe is not JSON"), ('{"modle": {}}', "--recipe takes"),
                                            ('{"model": {"n_layerz": 3}}', "unknown TransformerConfig field(s): n_layerz"),
                                            ('{"train": {"lr": -1}}', "need lr > 0"),
