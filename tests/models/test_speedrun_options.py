@@ -1,7 +1,8 @@
 """The options the speedrun records use, each a TransformerConfig field: QK-norm, ReLU squared,
-logit soft-capping. Each computes what its formula says, the explicit attention path still equals
+logit soft-capping, dropout on the attention weights apart from the residual branches. Each computes what its formula says, the explicit attention path still equals
 the fused one, and GPT-2 export refuses what GPT-2 cannot hold."""
 
+import json
 import math
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from redthread.errors import InvalidValue
-from redthread.interop.huggingface import export_gpt2
+from redthread.interop.huggingface import export_gpt2, gpt2_config
 from redthread.layers.attention import MultiHeadAttention
 from redthread.layers.feedforward import FeedForward
 from redthread.models.transformer import TransformerConfig, TransformerLM
@@ -93,7 +94,41 @@ def test_bad_option_values_are_one_line_errors(bad):
 
 def test_a_config_saved_before_these_options_loads_with_them_off():
     saved = TransformerConfig(**SMALL).to_dict()
-    for name in ("qk_norm", "logit_softcap"):
+    for name in ("qk_norm", "logit_softcap", "attn_dropout"):
         saved.pop(name)
     cfg = TransformerConfig.from_dict(saved)
-    assert cfg.qk_norm is False and cfg.logit_softcap is None
+    assert cfg.qk_norm is False and cfg.logit_softcap is None and cfg.attn_dropout is None
+
+
+def dropout_rates(model: torch.nn.Module) -> tuple[set, set]:
+    """(the attention layers' dropout on their weights, the residual branches' nn.Dropout rates)."""
+    attention = {m.dropout for m in model.modules() if isinstance(m, MultiHeadAttention)}
+    residual = {m.p for name, m in model.named_modules() if isinstance(m, torch.nn.Dropout) and name.endswith(".drop")}
+    return attention, residual
+
+
+def test_attn_dropout_sets_the_attention_weights_rate_alone_and_none_means_dropout():
+    assert dropout_rates(TransformerLM(TransformerConfig(**SMALL, dropout=0.1))) == ({0.1}, {0.1})
+    assert dropout_rates(TransformerLM(TransformerConfig(**SMALL, dropout=0.1, attn_dropout=0.0))) == ({0.0}, {0.1})
+    assert dropout_rates(TransformerLM(TransformerConfig(**SMALL, dropout=0.0, attn_dropout=0.2))) == ({0.2}, {0.0})
+
+
+@pytest.mark.parametrize("attn_dropout", [0.0, None])
+def test_in_training_only_the_attention_rate_decides_whether_the_weights_are_dropped(attn_dropout):
+    torch.manual_seed(0)
+    model = TransformerLM(TransformerConfig(**SMALL, dropout=0.5, attn_dropout=attn_dropout, pos="rope")).train()
+    x = torch.randint(11, (2, 9))
+    with record_attention(model) as maps:
+        a = model(x)
+    assert not torch.allclose(a, model(x))  # the residual branches drop at random either way
+    rows = torch.stack([w.sum(-1) for w in maps.decoder])  # (L, B, H, T): each a softmax's sum, unless dropped
+    assert torch.allclose(rows, torch.ones_like(rows)) == (attn_dropout == 0.0)
+
+
+def test_gpt2_export_and_import_keep_attention_dropout_apart(tmp_path):
+    model = TransformerLM(TransformerConfig(**SMALL, pos="learned", dropout=0.1, attn_dropout=0.0))
+    export_gpt2(model, tmp_path / "out")
+    hf = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (hf["resid_pdrop"], hf["attn_pdrop"]) == (0.1, 0.0)
+    assert (gpt2_config(hf).dropout, gpt2_config(hf).attn_dropout) == (0.1, 0.0)
+    assert gpt2_config({**hf, "attn_pdrop": 0.1}).attn_dropout is None

@@ -212,6 +212,7 @@ def gpt2_config(hf: dict) -> TransformerConfig:
         d_model=_required(hf, "n_embd"),
         d_ff=hf.get("n_inner"),  # None: 4 * d_model, as GPT-2
         dropout=hf.get("resid_pdrop", 0.1),
+        attn_dropout=None if hf.get("attn_pdrop", 0.1) == hf.get("resid_pdrop", 0.1) else hf.get("attn_pdrop", 0.1),
         norm="pre",
         pos="learned",
         activation=ACTIVATIONS[_setting(hf, "activation_function", "gelu_new", tuple(ACTIVATIONS))],
@@ -313,7 +314,7 @@ def export_gpt2(
         "activation_function": EXPORT_ACTIVATIONS[cfg.activation],
         "resid_pdrop": cfg.dropout,
         "embd_pdrop": cfg.dropout,
-        "attn_pdrop": cfg.dropout,
+        "attn_pdrop": cfg.block.attention_dropout,
         "layer_norm_epsilon": cfg.norm_eps,
         "scale_attn_weights": cfg.scale_attention,
         "tie_word_embeddings": cfg.tie_weights,

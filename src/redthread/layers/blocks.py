@@ -37,7 +37,7 @@ class BlockConfig:
     d_model: int
     n_head: int
     d_ff: int
-    dropout: float = 0.0  # on the attention weights and on each sublayer's output, before the residual sum
+    dropout: float = 0.0  # on each sublayer's output, before the residual sum (and on the attention weights)
     bias: bool = True  # in every Linear and LayerNorm
     norm: str = "pre"  # LayerNorm before each sublayer ("pre") or after the residual sum ("post": the paper)
     activation: str = "gelu"  # the FFN's non-linearity (layers/feedforward.py)
@@ -46,11 +46,16 @@ class BlockConfig:
     block_size: int | None = None
     norm_eps: float = 1e-5
     qk_norm: bool = False  # RMS-normalise each head's queries and keys before the scores
+    attn_dropout: float | None = None  # on the attention weights; None: dropout, as in the paper
+
+    @property
+    def attention_dropout(self) -> float:
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
 
 
 def attention(cfg: BlockConfig, causal: bool, cross: bool = False) -> MultiHeadAttention:
     """A block's multi-head attention; rotary positions rotate self-attention only."""
-    return MultiHeadAttention(cfg.d_model, cfg.n_head, causal=causal, dropout=cfg.dropout, bias=cfg.bias,
+    return MultiHeadAttention(cfg.d_model, cfg.n_head, causal=causal, dropout=cfg.attention_dropout, bias=cfg.bias,
                               scale=cfg.scale, rotary=cfg.rotary and not cross, block_size=cfg.block_size,
                               qk_norm=cfg.qk_norm)
 

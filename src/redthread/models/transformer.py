@@ -49,7 +49,8 @@ class TransformerConfig(ConfigMixin):
     n_head: int = setting(4, "attention heads per block (must divide d_model)", ge=1)
     d_model: int = setting(128, "the width of every token's vector", ge=1)
     d_ff: int | None = setting(None, "the feed-forward network's hidden width; None: 4 * d_model", ge=1)
-    dropout: float = setting(0.0, "dropout on attention weights and residual branches", ge=0, lt=1)
+    dropout: float = setting(0.0, "dropout on residual branches and (unless attn_dropout says otherwise) attention weights",
+                             ge=0, lt=1)
     tie_weights: bool = setting(True, "lm_head shares the token embedding matrix (Press & Wolf 2017)")
     src_vocab_size: int | None = setting(None, "encoder-decoder only; None: vocab_size", ge=1)
 
@@ -61,6 +62,8 @@ class TransformerConfig(ConfigMixin):
     qk_norm: bool = setting(False, "RMS-normalise each head's queries and keys before the scores (QK-norm)")
     logit_softcap: float | None = setting(
         None, "squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off", gt=0)
+    attn_dropout: float | None = setting(
+        None, "dropout on the attention weights alone; None: dropout (0 keeps CPU attention on its fused kernel)", ge=0, lt=1)
 
     # --- interop only: what loading BERT needs (interop/huggingface.py) ---
     norm_eps: float = setting(1e-5, "every LayerNorm's epsilon (BERT: 1e-12)", gt=0, lt=1)
@@ -91,7 +94,8 @@ class TransformerConfig(ConfigMixin):
         """What each block is built from."""
         return BlockConfig(self.d_model, self.n_head, self.ffn_size, self.dropout, self.bias, self.norm, self.activation,
                            scale=None if self.scale_attention else 1.0, rotary=self.pos == "rope",
-                           block_size=self.block_size, norm_eps=self.norm_eps, qk_norm=self.qk_norm)
+                           block_size=self.block_size, norm_eps=self.norm_eps, qk_norm=self.qk_norm,
+                           attn_dropout=self.attn_dropout)
 
 
 class Embedding(nn.Module):
