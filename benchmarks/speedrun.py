@@ -21,7 +21,9 @@ The protocol, fixed before any figure was measured:
   field), scheduled on the clock for the 180-s budget.
 
 Targets: (b)'s time to 1.90 nats/char <= 0.25x (a)'s; (b)'s 180-s figure <= 1.65 nats/char and
-at least 0.15 below (a)'s; and, set later (issue 27), <= 1.50.
+at least 0.15 below (a)'s; and, set later (issue 27), <= 1.50, (b)'s own, decided by arm (b) alone too. `--deep`
+runs the same protocol with DEEP_RECIPE as arm (b): three layers of LONG_RECIPE's width and context, without dropout,
+on the 3-minute clock (slower to 1.90 than RECIPE, lower at 180 s).
 
 The 15-minute run (`--budget 900`), the same protocol with two changes fixed before it was run: arm (a) is
 nanoGPT's own tiny-Shakespeare character recipe, config/train_shakespeare_char.py (6 layers, 6 heads,
@@ -82,12 +84,19 @@ RECIPE = {  # the best of the exploration (docs/benchmarks.md, "The speedrun"): 
     "train": dict(max_iters=10**9, batch_size=24, lr=0.05, min_lr=2e-4, warmup_frac=0.005, schedule="rsqrt",
                   cooldown_frac=0.2, beta2=0.99, weight_decay=0.1, grad_clip=1.0, optimizer="muon", max_time=BUDGET),
 }
-LONG_RECIPE = {  # the 15-minute recipe (docs/benchmarks.md, "The 15-minute run"): wider, deeper, dropout against over-fitting,
-    # context 256 at the same 3,072 characters a step, and bf16 matmuls where the CPU has them (~15% more steps)
-    "model": dict(n_layer=4, n_head=4, d_model=128, block_size=256, dropout=0.1, pos="rope"),
+LONG_RECIPE = {  # the 15-minute recipe (docs/benchmarks.md, "The 15-minute run"): wider, deeper, dropout against
+    # over-fitting on the residual branches only (dropout on the attention weights takes CPU attention off its fused
+    # kernel: 1.7-1.8x the steps without it), context 256 at the same 3,072 characters a step, and bf16 matmuls where the
+    # CPU has them (~15% more steps)
+    "model": dict(n_layer=4, n_head=4, d_model=128, block_size=256, dropout=0.1, attn_dropout=0.0, pos="rope"),
     "train": dict(max_iters=10**9, batch_size=12, lr=0.03, min_lr=2e-4, warmup_frac=0.01, schedule="rsqrt",
                   cooldown_frac=0.2, beta2=0.99, weight_decay=0.1, grad_clip=1.0, optimizer="muon", max_time=LONG_BUDGET,
                   precision="bf16" if cpu_has_bf16_matmul() else "fp32"),
+}
+DEEP_RECIPE = {  # the best measured at 180 s (docs/benchmarks.md, "1.50 at 180 s"): LONG_RECIPE's width, context
+    # and training on the 3-minute clock, one layer fewer and no dropout (three minutes are too few passes to over-fit)
+    "model": {**LONG_RECIPE["model"], "n_layer": 3, "dropout": 0.0},
+    "train": {**LONG_RECIPE["train"], "max_time": BUDGET},
 }
 
 
@@ -238,6 +247,11 @@ def report(a: Arm | None, b: Arm | None, budget: float, hf: dict | None, long: b
               f"{'(stopped)' if arm.stopped else f'{arm.at_budget():.4f}':>14s} {arm.steps:>7d}")
     if long and b is not None and a is None and not b.stopped:  # 1.47 is (b)'s own: decided without (a)
         return report_long(None, b, budget)
+    if a is None and b is not None and not b.stopped and budget <= BUDGET:  # 1.50 is (b)'s own: decided without (a)
+        met = {f"NLL at {budget:.0f} s, issue 27": b.at_budget() <= TARGET_NLL_NOW}
+        print(f"\none arm only: the targets that compare (b) with (a) are not decided\n(b) at {budget:.0f} s against "
+              f"issue 27's target <= {TARGET_NLL_NOW}: {'met' if met[f'NLL at {budget:.0f} s, issue 27'] else 'NOT met'}")
+        return met
     if a is None or b is None:
         print("\none arm only: no targets decided (they compare (b) with (a) in the same run)")
         return {}
@@ -296,6 +310,9 @@ def main() -> None:
                         help="the 15-minute run's arms, scoring and target at this budget (the default past 180 s)")
     length.add_argument("--short", action="store_true",
                         help="the 3-minute run's arms, scoring and target at this budget (the default up to 180 s)")
+    length.add_argument("--deep", action="store_true",
+                        help="the 3-minute run with DEEP_RECIPE as (b): 3 layers of LONG_RECIPE's width, no dropout; "
+                             "the best at 180 s")
     parser.add_argument("--hf-rounds", type=int, default=6, help="alternating rounds of the HF throughput check")
     parser.add_argument("--hf-steps", type=int, default=30, help="steps per round of the HF throughput check")
     parser.add_argument("--arms", choices=("ab", "a", "b"), default="ab", help="which arms to run (the targets need both)")
@@ -306,8 +323,8 @@ def main() -> None:
     parser.add_argument("--plot", help="draw both curves (NLL against training seconds) into this PNG")
     args = parser.parse_args()
     torch.set_num_threads(2)
-    long = args.long or (args.budget > BUDGET and not args.short)
-    best = recipe(args.recipe, LONG_RECIPE if long else RECIPE)
+    long = args.long or (args.budget > BUDGET and not (args.short or args.deep))
+    best = recipe(args.recipe, LONG_RECIPE if long else DEEP_RECIPE if args.deep else RECIPE)
 
     hf = None
     if "a" in args.arms:

@@ -148,6 +148,24 @@ def test_speedrun_explores_one_arm_with_a_changed_recipe_and_stops_where_asked(t
     assert figures["protocol"]["seed"] == 3 and figures["met"] == {}
 
 
+def test_speedrun_deep_runs_the_3_layer_model_without_dropout_and_decides_1_50_on_its_own(tmp_path):
+    import random
+
+    rng, text = random.Random(0), tmp_path / "text.txt"  # random letters: ln 27 = 3.3 nats each, whatever is learned
+    text.write_text("".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(20000)))
+    out = run_script("speedrun.py", "--data", str(text), "--budget", "2", "--deep", "--arms", "b",
+                     "--json", str(tmp_path / "f.json"), cache=tmp_path)
+    assert "'n_layer': 3" in out and "'d_model': 128" in out and "'block_size': 256" in out and "'dropout': 0.0" in out
+    assert "'max_time': 180.0" in out
+    figures = json.loads((tmp_path / "f.json").read_text())
+    nll = figures["arms"][0]["checks"][-1]["nll"]
+    assert figures["met"] == {"NLL at 2 s, issue 27": False} and nll > 3.0
+    assert "(b) at 2 s against issue 27's target <= 1.5: NOT met" in out and "1.47" not in out
+    past = run_script("speedrun.py", "--data", str(text), "--budget", "200", "--deep", "--arms", "b", "--stop-at", "9",
+                      cache=tmp_path)  # past 180 s --deep keeps its recipe and the 3-minute scoring
+    assert "'dropout': 0.0" in past and "'d_model': 128" in past and "1.47" not in past
+
+
 def test_speedrun_short_takes_the_3_minute_recipe_past_180_s(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("".join(f"line {i}: to be or not to be, that is the question.\n" for i in range(300)))

@@ -1,6 +1,7 @@
 """The options the speedrun records use, each a TransformerConfig field: QK-norm, ReLU squared,
-logit soft-capping, dropout on the attention weights apart from the residual branches. Each computes what its formula says, the explicit attention path still equals
-the fused one, and GPT-2 export refuses what GPT-2 cannot hold."""
+logit soft-capping, dropout on the attention weights apart from the residual branches. Each computes
+what its formula says, the explicit attention path still equals the fused one, and GPT-2 export
+refuses what GPT-2 cannot hold."""
 
 import json
 import math

@@ -162,7 +162,7 @@ class MultiHeadAttention(nn.Module):
             cm = causal_mask(T, S, x.device)  # (T, S); also covers a chunk after a cached prefix
             mask = cm if mask is None else mask & cm
             causal = False
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout if self.training else 0.0  # > 0 takes the CPU's fused kernel off to the math path
 
         if need_weights:
             y, att = scaled_dot_product_attention(q, k, v, mask=mask, scale=self.scale, dropout_p=dropout_p)

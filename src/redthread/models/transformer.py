@@ -49,8 +49,8 @@ class TransformerConfig(ConfigMixin):
     n_head: int = setting(4, "attention heads per block (must divide d_model)", ge=1)
     d_model: int = setting(128, "the width of every token's vector", ge=1)
     d_ff: int | None = setting(None, "the feed-forward network's hidden width; None: 4 * d_model", ge=1)
-    dropout: float = setting(0.0, "dropout on residual branches and (unless attn_dropout says otherwise) attention weights",
-                             ge=0, lt=1)
+    dropout: float = setting(
+        0.0, "dropout on residual branches and (unless attn_dropout says otherwise) attention weights", ge=0, lt=1)
     tie_weights: bool = setting(True, "lm_head shares the token embedding matrix (Press & Wolf 2017)")
     src_vocab_size: int | None = setting(None, "encoder-decoder only; None: vocab_size", ge=1)
 
@@ -63,7 +63,8 @@ class TransformerConfig(ConfigMixin):
     logit_softcap: float | None = setting(
         None, "squash the logits smoothly into (-cap, cap): cap * tanh(logits / cap); None: off", gt=0)
     attn_dropout: float | None = setting(
-        None, "dropout on the attention weights alone; None: dropout (0 keeps CPU attention on its fused kernel)", ge=0, lt=1)
+        None, "dropout on the attention weights alone; None: dropout (0 keeps CPU attention on its fused kernel)",
+        ge=0, lt=1)
 
     # --- interop only: what loading BERT needs (interop/huggingface.py) ---
     norm_eps: float = setting(1e-5, "every LayerNorm's epsilon (BERT: 1e-12)", gt=0, lt=1)
