@@ -204,6 +204,7 @@ def bert_config(hf: dict) -> TransformerConfig:
 def gpt2_config(hf: dict) -> TransformerConfig:
     _setting(hf, "scale_attn_by_inverse_layer_idx", False, (False,))
     _setting(hf, "add_cross_attention", False, (False,))  # decoder-only
+    resid, attn = hf.get("resid_pdrop", 0.1), hf.get("attn_pdrop", 0.1)
     return TransformerConfig(
         vocab_size=_required(hf, "vocab_size"),
         block_size=_required(hf, "n_positions"),
@@ -211,8 +212,8 @@ def gpt2_config(hf: dict) -> TransformerConfig:
         n_head=_required(hf, "n_head"),
         d_model=_required(hf, "n_embd"),
         d_ff=hf.get("n_inner"),  # None: 4 * d_model, as GPT-2
-        dropout=hf.get("resid_pdrop", 0.1),
-        attn_dropout=None if hf.get("attn_pdrop", 0.1) == hf.get("resid_pdrop", 0.1) else hf.get("attn_pdrop", 0.1),
+        dropout=resid,
+        attn_dropout=None if attn == resid else attn,  # None: one rate for both, as GPT-2's default
         norm="pre",
         pos="learned",
         activation=ACTIVATIONS[_setting(hf, "activation_function", "gelu_new", tuple(ACTIVATIONS))],
